@@ -1,0 +1,3 @@
+"""tfcli: inspect and run Transformer architectures."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,167 @@
+"""Analytic parameter counts per component. Never allocates a weight array.
+
+Each Component mirrors one array (or one repeated group of arrays) in tfcli.engine.weights, so
+the count here equals what init_weights allocates, to the parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from tfcli.spec import Spec
+
+DTYPE_BYTES: dict[str, float] = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "int4": 0.5}
+WEIGHT_DTYPES = ("float32", "bfloat16", "int8", "int4")
+KV_DTYPES = ("float32", "float16", "bfloat16", "int8")
+
+# Component groups, used for the attention / FFN split and the non-embedding total.
+EMBEDDING, ATTENTION, FFN, NORM, POSITION, HEAD, POOLER = (
+    "embedding", "attention", "ffn", "norm", "position", "head", "pooler",
+)
+TIED_NOTE = "tied — shared with token embedding"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One parameter array, repeated `repeat` times (once per block, expert, ...)."""
+
+    name: str  # e.g. "decoder.block.attn.q.weight"
+    group: str
+    shape: tuple[int, ...]
+    repeat: int = 1
+    note: str = ""
+    tied: bool = False  # shares storage with another component: counted as 0
+
+    @property
+    def per_instance(self) -> int:
+        return 0 if self.tied else prod(self.shape)
+
+    @property
+    def count(self) -> int:
+        return self.per_instance * self.repeat
+
+
+def _norm(spec: Spec, name: str, group: str = NORM, repeat: int = 1) -> list[Component]:
+    d = spec.d_model
+    if spec.norm in ("layernorm", "rmsnorm"):
+        out = [Component(f"{name}.scale", group, (d,), repeat)]
+        if spec.norm == "layernorm":
+            out.append(Component(f"{name}.bias", group, (d,), repeat))
+        return out
+    return []
+
+
+def _attention(spec: Spec, name: str, repeat: int) -> list[Component]:
+    d, q, kv = spec.d_model, spec.n_heads * spec.head_dim, spec.kv_heads * spec.head_dim
+    out = [
+        Component(f"{name}.q.weight", ATTENTION, (d, q), repeat),
+        Component(f"{name}.k.weight", ATTENTION, (d, kv), repeat),
+        Component(f"{name}.v.weight", ATTENTION, (d, kv), repeat),
+        Component(f"{name}.o.weight", ATTENTION, (q, d), repeat),
+    ]
+    if spec.attention_bias:
+        for proj, width in (("q", q), ("k", kv), ("v", kv), ("o", d)):
+            out.append(Component(f"{name}.{proj}.bias", ATTENTION, (width,), repeat))
+    return out
+
+
+def _dense_ffn(spec: Spec, name: str, repeat: int) -> list[Component]:
+    d, f = spec.d_model, spec.d_ff
+    out = [Component(f"{name}.up.weight", FFN, (d, f), repeat)]
+    if spec.gated:
+        out.append(Component(f"{name}.gate.weight", FFN, (d, f), repeat))
+    out.append(Component(f"{name}.down.weight", FFN, (f, d), repeat))
+    if spec.ffn_bias:
+        out.append(Component(f"{name}.up.bias", FFN, (f,), repeat))
+        if spec.gated:
+            out.append(Component(f"{name}.gate.bias", FFN, (f,), repeat))
+        out.append(Component(f"{name}.down.bias", FFN, (d,), repeat))
+    return out
+
+
+def _ffn(spec: Spec, name: str, repeat: int) -> list[Component]:
+    if not spec.n_experts:
+        return _dense_ffn(spec, f"{name}.ffn", repeat)
+    router = Component(f"{name}.router.weight", FFN, (spec.d_model, spec.n_experts), repeat)
+    experts = _dense_ffn(spec, f"{name}.experts", repeat * spec.n_experts)
+    return [router, *experts]
+
+
+def _stack(spec: Spec, stack: str, n_layers: int, cross: bool) -> list[Component]:
+    block = f"{stack}.block"
+    out: list[Component] = []
+    if spec.positions == "relative":
+        rel = (spec.relative_buckets, spec.n_heads)
+        out.append(Component(f"{stack}.relative_bias", POSITION, rel, note="shared by all blocks"))
+    out += _norm(spec, f"{block}.attn_norm", repeat=n_layers)
+    out += _attention(spec, f"{block}.attn", n_layers)
+    if cross:
+        out += _norm(spec, f"{block}.cross_norm", repeat=n_layers)
+        out += _attention(spec, f"{block}.cross_attn", n_layers)
+    out += _norm(spec, f"{block}.ffn_norm", repeat=n_layers)
+    out += _ffn(spec, block, n_layers)
+    if spec.final_norm:
+        out += _norm(spec, f"{stack}.final_norm")
+    return out
+
+
+def _embeddings(spec: Spec) -> list[Component]:
+    d = spec.d_model
+    out = [Component("embed.token", EMBEDDING, (spec.vocab_size, d))]
+    if spec.positions == "learned":
+        out.append(Component("embed.position", EMBEDDING, (spec.max_seq_len, d)))
+    if spec.type_vocab_size:
+        out.append(Component("embed.token_type", EMBEDDING, (spec.type_vocab_size, d)))
+    if spec.embedding_norm:
+        out += _norm(spec, "embed.norm")
+    return out
+
+
+def _heads(spec: Spec) -> list[Component]:
+    out: list[Component] = []
+    if spec.lm_head:
+        shape = (spec.d_model, spec.vocab_size)
+        tied = spec.tie_embeddings
+        out.append(Component("lm_head", HEAD, shape, note=TIED_NOTE if tied else "", tied=tied))
+    if spec.pooler:
+        out.append(Component("pooler.weight", POOLER, (spec.d_model, spec.d_model)))
+        out.append(Component("pooler.bias", POOLER, (spec.d_model,)))
+    return out
+
+
+def components(spec: Spec) -> list[Component]:
+    """Every parameter array of `spec`, in forward order."""
+    out = _embeddings(spec)
+    if spec.has_encoder:
+        out += _stack(spec, "encoder", spec.encoder_layers, cross=False)
+    if spec.has_decoder:
+        out += _stack(spec, "decoder", spec.decoder_layers, cross=spec.family == "encoder-decoder")
+    return out + _heads(spec)
+
+
+def total_parameters(spec: Spec) -> int:
+    return sum(c.count for c in components(spec))
+
+
+def inactive_expert_parameters(spec: Spec) -> int:
+    """Expert weights a token does not touch: (n_experts - experts_per_token) experts per block."""
+    if not spec.n_experts:
+        return 0
+    per_expert = sum(c.per_instance for c in _dense_ffn(spec, "e", 1))
+    layers = spec.encoder_layers + spec.decoder_layers
+    return (spec.n_experts - spec.experts_per_token) * per_expert * layers
+
+
+def kv_cache_bytes_per_token(spec: Spec, dtype: str = "float32") -> float:
+    """Bytes of decoder self-attention K and V cached per token per sequence."""
+    return 2 * spec.kv_heads * spec.head_dim * spec.decoder_layers * DTYPE_BYTES[dtype]
+
+
+def kv_cache_bytes(spec: Spec, context: int, batch: int = 1, dtype: str = "float32",
+                   source_len: int = 0) -> int:
+    """Total KV-cache bytes: self-attention for `context` tokens, plus (encoder-decoder) the
+    cross-attention K/V over `source_len` encoder positions, for `batch` sequences."""
+    per_token = kv_cache_bytes_per_token(spec, dtype)
+    cross = per_token * source_len if spec.family == "encoder-decoder" else 0
+    return int(round(batch * (per_token * context + cross)))

@@ -1,0 +1,202 @@
+"""The architecture spec: a frozen pydantic model, its derived fields, and its checks.
+
+One Spec describes one architecture. Optional fields that derive from others (`n_kv_heads`,
+`d_head`, `final_norm`, `attention_bias`, ...) are resolved once, in `_resolve`, so every consumer
+reads plain values. Loading from YAML lives in `tfcli.spec_io`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tfcli.errors import SpecConsistencyError
+
+Family = Literal["decoder", "encoder", "encoder-decoder"]
+Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu"]
+NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "none"]
+Placement = Literal["pre", "post"]
+Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
+
+GATED_ACTIVATIONS = frozenset({"swiglu", "geglu"})
+PositiveInt = Field(gt=0)
+
+
+class Spec(BaseModel):
+    """A Transformer architecture. Field docs are the user-facing spec reference (docs/spec.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    # identity
+    name: str = Field(min_length=1, description="Short identifier, e.g. 'gpt2'.")
+    description: str = Field("", description="One line on what this is.")
+    source: str = Field("", description="Where the numbers come from (paper, config.json URL).")
+    family: Family = Field(description="decoder | encoder | encoder-decoder.")
+
+    # sizes
+    vocab_size: int = Field(gt=0, description="Token vocabulary size.")
+    max_seq_len: int = Field(gt=0, description="Longest sequence (learned position table size).")
+    d_model: int = Field(gt=0, description="Residual stream width.")
+    n_heads: int = Field(gt=0, description="Query heads.")
+    d_ff: int = Field(gt=0, description="FFN hidden width (per expert for MoE).")
+    n_layers: int = Field(gt=0, description="Blocks per stack.")
+    n_encoder_layers: int | None = Field(None, gt=0, description="Encoder blocks (encoder-decoder).")
+    n_decoder_layers: int | None = Field(None, gt=0, description="Decoder blocks (encoder-decoder).")
+    n_kv_heads: int | None = Field(None, gt=0, description="Key/value heads; default n_heads.")
+    d_head: int | None = Field(None, gt=0, description="Per-head width; default d_model / n_heads.")
+
+    # block recipe
+    activation: Activation = Field("gelu", description="FFN activation; gated ones use 3 matrices.")
+    norm: NormKind = Field("layernorm", description="Normalisation layer.")
+    norm_placement: Placement = Field("pre", description="pre: x + F(N(x)); post: N(x + F(x)).")
+    norm_eps: float = Field(1e-5, gt=0, description="Norm epsilon.")
+    final_norm: bool | None = Field(None, description="Norm after each stack; default: pre -> true.")
+    positions: Positions = Field("learned", description="Position scheme.")
+    rope_theta: float = Field(10000.0, gt=0, description="RoPE base.")
+    relative_buckets: int = Field(32, gt=0, description="T5 relative-position buckets.")
+    relative_max_distance: int = Field(128, gt=0, description="T5 relative max distance.")
+    bias: bool = Field(True, description="Biases on attention and FFN projections.")
+    attention_bias: bool | None = Field(None, description="Overrides `bias` for attention.")
+    ffn_bias: bool | None = Field(None, description="Overrides `bias` for the FFN.")
+    attention_scale: float | None = Field(
+        None, gt=0, description="Multiplier on q.k scores; default 1/sqrt(d_head) (T5: 1.0)."
+    )
+
+    # embeddings and heads
+    tie_embeddings: bool = Field(True, description="Output head shares the token embedding.")
+    lm_head: bool = Field(True, description="Has an output projection to vocab logits.")
+    tied_head_rescale: bool = Field(
+        False, description="Scale hidden by d_model^-0.5 before a tied head (T5)."
+    )
+    embedding_norm: bool = Field(False, description="Norm after the embedding sum (BERT).")
+    type_vocab_size: int = Field(0, ge=0, description="Token-type (segment) vocabulary (BERT).")
+    pooler: bool = Field(False, description="BERT pooler: tanh(W h[CLS] + b).")
+
+    # mixture of experts
+    n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")
+    experts_per_token: int = Field(0, ge=0, description="Experts routed per token (top-k).")
+
+    # engine
+    init_std: float = Field(0.02, gt=0, description="Std of random initial weights.")
+
+    @model_validator(mode="after")
+    def _resolve(self) -> Spec:
+        _check_heads(self)
+        _check_moe(self)
+        _check_family_fields(self)
+        _fill(self, "n_kv_heads", self.n_heads)
+        _fill(self, "d_head", self.d_model // self.n_heads)
+        _fill(self, "final_norm", self.norm_placement == "pre" and self.norm != "none")
+        _fill(self, "attention_bias", self.bias)
+        _fill(self, "ffn_bias", self.bias)
+        stack_layers = self.n_layers if self.family == "encoder-decoder" else None
+        _fill(self, "n_encoder_layers", stack_layers)
+        _fill(self, "n_decoder_layers", stack_layers)
+        if self.positions == "rope" and self.head_dim % 2:
+            raise SpecConsistencyError("d_head", f"RoPE needs an even d_head, got {self.head_dim}")
+        if self.final_norm and self.norm == "none":
+            raise SpecConsistencyError("final_norm", "is true but norm is 'none'")
+        return self
+
+    # Derived values with guaranteed types (the Optional fields are filled by _resolve).
+    @property
+    def head_dim(self) -> int:
+        return self.d_head or self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads or self.n_heads
+
+    @property
+    def gated(self) -> bool:
+        return self.activation in GATED_ACTIVATIONS
+
+    @property
+    def has_encoder(self) -> bool:
+        return self.family in ("encoder", "encoder-decoder")
+
+    @property
+    def has_decoder(self) -> bool:
+        return self.family in ("decoder", "encoder-decoder")
+
+    @property
+    def encoder_layers(self) -> int:
+        if self.family == "encoder-decoder":
+            return self.n_encoder_layers or self.n_layers
+        return self.n_layers if self.family == "encoder" else 0
+
+    @property
+    def decoder_layers(self) -> int:
+        if self.family == "encoder-decoder":
+            return self.n_decoder_layers or self.n_layers
+        return self.n_layers if self.family == "decoder" else 0
+
+    @property
+    def total_layers(self) -> int:
+        return self.encoder_layers + self.decoder_layers
+
+    @property
+    def has_output_head(self) -> bool:
+        return self.lm_head
+
+    @property
+    def scale(self) -> float:
+        """The multiplier applied to q.k scores."""
+        return self.attention_scale if self.attention_scale is not None else self.head_dim**-0.5
+
+    def with_layers(self, n_layers: int) -> Spec:
+        """The same architecture truncated (or extended) to n_layers per stack."""
+        update = {"n_layers": n_layers}
+        if self.family == "encoder-decoder":
+            update |= {"n_encoder_layers": n_layers, "n_decoder_layers": n_layers}
+        return self.model_copy(update=update)
+
+    def replace(self, **changes: object) -> Spec:
+        """A validated copy with some fields changed (derived fields re-derived unless given)."""
+        data = self.model_dump(exclude_unset=True) | changes
+        return Spec.model_validate(data)
+
+
+def _fill(spec: Spec, field: str, value: object) -> None:
+    # The model is frozen; derived fields are filled once here, during validation.
+    if getattr(spec, field) is None:
+        object.__setattr__(spec, field, value)
+
+
+def _check_heads(spec: Spec) -> None:
+    if spec.d_head is None and spec.d_model % spec.n_heads:
+        raise SpecConsistencyError(
+            "n_heads",
+            f"d_model {spec.d_model} is not divisible by n_heads {spec.n_heads}; "
+            "set d_head explicitly or change n_heads",
+        )
+    if spec.n_kv_heads is not None and spec.n_heads % spec.n_kv_heads:
+        raise SpecConsistencyError(
+            "n_kv_heads",
+            f"n_heads {spec.n_heads} is not divisible by n_kv_heads {spec.n_kv_heads}",
+        )
+
+
+def _check_moe(spec: Spec) -> None:
+    if spec.experts_per_token > spec.n_experts:
+        raise SpecConsistencyError(
+            "experts_per_token",
+            f"{spec.experts_per_token} exceeds n_experts {spec.n_experts}",
+        )
+    if spec.n_experts and not spec.experts_per_token:
+        raise SpecConsistencyError("experts_per_token", "must be at least 1 when n_experts > 0")
+
+
+def _check_family_fields(spec: Spec) -> None:
+    if spec.family != "encoder-decoder":
+        for field in ("n_encoder_layers", "n_decoder_layers"):
+            if getattr(spec, field) is not None:
+                raise SpecConsistencyError(field, "only applies to family 'encoder-decoder'")
+    if spec.pooler and spec.family != "encoder":
+        raise SpecConsistencyError("pooler", "only applies to family 'encoder'")
+    if spec.tied_head_rescale and not spec.tie_embeddings:
+        raise SpecConsistencyError("tied_head_rescale", "needs tie_embeddings: true")
+
+
+FIELD_NAMES: tuple[str, ...] = tuple(Spec.model_fields)

@@ -1,0 +1,138 @@
+"""Reading specs: YAML text -> Spec, with every problem tied to a file, line and field.
+
+A spec argument is a path to a YAML file, the name of a bundled spec (`gpt2`), or a Hugging Face
+model directory holding config.json (handled by tfcli.checkpoints).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from tfcli.errors import Problem, SpecConsistencyError, SpecError
+from tfcli.spec import FIELD_NAMES, Spec
+
+BUNDLED_DIR = "specs"  # tfcli/specs/, also reachable as the top-level specs/ link
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads `1e-5` as a float (YAML 1.1 insists on `1.0e-5`)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$"),
+    list("-+0123456789."),
+)
+
+
+def bundled_spec_names() -> list[str]:
+    """Names of the specs shipped inside the package, sorted."""
+    folder = resources.files("tfcli").joinpath(BUNDLED_DIR)
+    return sorted(p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def bundled_spec_path(name: str) -> Path:
+    return Path(str(resources.files("tfcli").joinpath(BUNDLED_DIR).joinpath(f"{name}.yaml")))
+
+
+def resolve_spec_path(arg: str) -> Path:
+    """A path as given, or the bundled spec of that name; a clear error otherwise."""
+    path = Path(arg)
+    if path.exists():
+        return path
+    if "/" not in arg and not arg.endswith((".yaml", ".yml")) and arg in bundled_spec_names():
+        return bundled_spec_path(arg)
+    names = bundled_spec_names()
+    hint = _did_you_mean(arg, names)
+    raise SpecError(arg, [Problem("", f"no such file or bundled spec{hint} (bundled: {', '.join(names)})")])
+
+
+def load_spec(arg: str) -> Spec:
+    """Load a spec from a path, a bundled name, or a Hugging Face model directory."""
+    path = resolve_spec_path(arg)
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            from tfcli.checkpoints import spec_from_config_dir  # only when a directory is given
+
+            return spec_from_config_dir(path)
+        raise SpecError(arg, [Problem("", "is a directory without config.json, not a spec file")])
+    return parse_spec_text(_read_text(path), source=str(path))
+
+
+def _read_text(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(str(path), [Problem("", f"cannot be read: {exc.strerror or exc}")]) from exc
+    if b"\x00" in data:
+        raise SpecError(str(path), [Problem("", "is a binary file, not a YAML spec")])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(str(path), [Problem("", f"is not UTF-8 text (byte {exc.start})")]) from exc
+
+
+def parse_spec_text(text: str, source: str = "<spec>") -> Spec:
+    """YAML text -> validated Spec, or a SpecError naming lines and fields."""
+    data, lines = _parse_yaml(text, source)
+    try:
+        return Spec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(source, [_problem_from_pydantic(err, lines) for err in exc.errors()]) from None
+    except SpecConsistencyError as exc:
+        raise SpecError(source, [Problem(exc.field, exc.detail, lines.get(exc.field))]) from None
+
+
+def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]]:
+    """The top-level mapping and the 1-based line of each of its keys."""
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+        data = yaml.load(text, Loader=_Loader) if node is not None else None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise SpecError(source, [Problem("", f"YAML syntax error: {reason}", line)]) from None
+    if data is None:
+        raise SpecError(source, [Problem("", "is empty; expected a mapping of spec fields")])
+    if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
+        kind = type(data).__name__
+        raise SpecError(source, [Problem("", f"must be a mapping of spec fields, got a {kind}", 1)])
+    lines = {str(k.value): k.start_mark.line + 1 for k, _ in node.value}
+    bad_keys = [k for k in data if not isinstance(k, str)]
+    if bad_keys:
+        key = bad_keys[0]
+        raise SpecError(source, [Problem(str(key), "field names must be strings", lines.get(str(key)))])
+    return data, lines
+
+
+def _problem_from_pydantic(err: Any, lines: dict[str, int]) -> Problem:
+    loc = err.get("loc", ())
+    field = str(loc[0]) if loc else ""
+    line = lines.get(field)
+    if err["type"] == "extra_forbidden":
+        return Problem(field, f"unknown field{_did_you_mean(field, FIELD_NAMES)}", line)
+    if err["type"] == "missing":
+        return Problem(field, "is required", None)
+    value = err.get("input")
+    shown = repr(value) if not isinstance(value, dict) else "a mapping"
+    return Problem(field, f"{_message(err)} (got {shown})", line)
+
+
+def _message(err: Any) -> str:
+    message = str(err["msg"])
+    if err["type"] == "literal_error":
+        return message.replace("Input should be", "must be one of")
+    return message.replace("Input should be", "must be")
+
+
+def _did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
