@@ -200,3 +200,13 @@ def _check_family_fields(spec: Spec) -> None:
 
 
 FIELD_NAMES: tuple[str, ...] = tuple(Spec.model_fields)
+
+
+def spec_json_schema() -> dict[str, object]:
+    """JSON Schema (draft 2020-12) of the spec format, for editors validating YAML as users type."""
+    schema = Spec.model_json_schema()
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://github.com/tfcli/tfcli/spec.schema.json",
+        **schema,
+    }

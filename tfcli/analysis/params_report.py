@@ -1,0 +1,190 @@
+"""The `tfcli params` report: components merged per projection, totals, memory, KV cache."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tfcli.analysis.params import (
+    ATTENTION, DTYPE_BYTES, EMBEDDING, FFN, HEAD, WEIGHT_DTYPES,
+    Component, components, inactive_expert_parameters, kv_cache_bytes, kv_cache_bytes_per_token,
+)
+from tfcli.spec import Spec
+
+_SUFFIXES = (".weight", ".bias", ".scale")
+
+
+@dataclass(frozen=True)
+class ComponentRow:
+    """One projection, norm or table: weight and bias merged, counted over its repeats."""
+
+    name: str  # e.g. "decoder.block.attn.q"
+    group: str
+    shapes: tuple[tuple[int, ...], ...]  # weight shape, then bias shape when present
+    per_block: int  # parameters in one block (block rows) or in the whole row otherwise
+    blocks: int  # how many blocks repeat it (1 outside blocks)
+    count: int
+    share: float  # of the total
+    note: str = ""
+
+    @property
+    def stack(self) -> str:
+        return self.name.split(".block.")[0] if ".block." in self.name else ""
+
+
+@dataclass(frozen=True)
+class KVCacheFigures:
+    context: int
+    batch: int
+    dtype: str
+    per_token_bytes: int
+    total_bytes: int
+
+
+@dataclass(frozen=True)
+class ParamsReport:
+    spec_name: str
+    family: str
+    rows: list[ComponentRow]
+    block_subtotals: dict[str, tuple[int, int]]  # stack -> (per block, n_layers)
+    total: int
+    non_embedding: int
+    active: int
+    attention: int
+    ffn: int
+    estimate_12ld2: int
+    memory_bytes: dict[str, int]
+    kv_cache: KVCacheFigures
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ffn_share_of_blocks(self) -> float:
+        return self.ffn / (self.ffn + self.attention) if self.ffn + self.attention else 0.0
+
+    @property
+    def estimate_rel_error(self) -> float:
+        """(estimate - exact) / exact, against the total."""
+        return (self.estimate_12ld2 - self.total) / self.total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec_name,
+            "family": self.family,
+            "total": self.total,
+            "non_embedding": self.non_embedding,
+            "active": self.active,
+            "attention": self.attention,
+            "ffn": self.ffn,
+            "ffn_share_of_attention_plus_ffn": self.ffn_share_of_blocks,
+            "estimate_12ld2": self.estimate_12ld2,
+            "estimate_rel_error": self.estimate_rel_error,
+            "components": [_row_dict(r) for r in self.rows],
+            "block_subtotals": {
+                k: {"per_block": p, "n_layers": n, "total": p * n}
+                for k, (p, n) in self.block_subtotals.items()
+            },
+            "memory_bytes": self.memory_bytes,
+            "kv_cache_bytes": self.kv_cache.total_bytes,
+            "kv_cache": asdict(self.kv_cache),
+            "notes": self.notes,
+        }
+
+    def csv_rows(self) -> tuple[list[str], list[list[object]]]:
+        header = ["name", "group", "shape", "per_block", "blocks", "count", "share", "note"]
+        rows: list[list[object]] = [
+            [r.name, r.group, _shape_text(r.shapes), r.per_block, r.blocks, r.count,
+             f"{r.share:.6f}", r.note]
+            for r in self.rows
+        ]
+        rows.append(["total", "", "", "", "", self.total, "1.000000", ""])
+        return header, rows
+
+
+def _row_dict(row: ComponentRow) -> dict[str, Any]:
+    return {
+        "name": row.name, "count": row.count, "group": row.group,
+        "shapes": [list(s) for s in row.shapes], "per_block": row.per_block,
+        "blocks": row.blocks, "share": row.share, "note": row.note,
+    }
+
+
+def _shape_text(shapes: tuple[tuple[int, ...], ...]) -> str:
+    return " + ".join("x".join(str(n) for n in s) for s in shapes)
+
+
+def _base_name(name: str) -> str:
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix):
+            return name.removesuffix(suffix)
+    return name
+
+
+def _stack_layers(spec: Spec, name: str) -> int:
+    if ".block." not in name:
+        return 1
+    return spec.encoder_layers if name.startswith("encoder") else spec.decoder_layers
+
+
+def merge_rows(spec: Spec, comps: list[Component], total: int) -> list[ComponentRow]:
+    """Merge weight/bias/scale arrays of the same projection into one row, keeping order."""
+    merged: dict[str, list[Component]] = {}
+    for c in comps:
+        merged.setdefault(_base_name(c.name), []).append(c)
+    rows = []
+    for name, parts in merged.items():
+        count = sum(p.count for p in parts)
+        blocks = _stack_layers(spec, name)
+        rows.append(ComponentRow(
+            name=name, group=parts[0].group, shapes=tuple(p.shape for p in parts),
+            per_block=count // blocks, blocks=blocks, count=count,
+            share=count / total if total else 0.0, note=parts[0].note,
+        ))
+    return rows
+
+
+def _block_subtotals(rows: list[ComponentRow]) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for r in rows:
+        if r.stack:
+            per, _ = out.get(r.stack, (0, r.blocks))
+            out[r.stack] = (per + r.per_block, r.blocks)
+    return out
+
+
+def _memory(total: int) -> dict[str, int]:
+    return {dt: int(total * DTYPE_BYTES[dt]) for dt in WEIGHT_DTYPES}
+
+
+def _notes(spec: Spec) -> list[str]:
+    notes = []
+    if spec.lm_head and spec.tie_embeddings:
+        notes.append("output head tied to the token embedding: counted once")
+    if spec.n_experts:
+        notes.append(f"MoE: {spec.experts_per_token} of {spec.n_experts} experts active per token")
+    if not spec.has_decoder:
+        notes.append("encoder-only: no KV cache during inference")
+    return notes
+
+
+def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 1,
+                        kv_dtype: str = "float32") -> ParamsReport:
+    """Every figure `tfcli params` shows, computed analytically (no weights allocated)."""
+    comps = components(spec)
+    total = sum(c.count for c in comps)
+    rows = merge_rows(spec, comps, total)
+    embedding = sum(c.count for c in comps if c.group in (EMBEDDING, HEAD))
+    context = spec.max_seq_len if context is None else context
+    source_len = context if spec.family == "encoder-decoder" else 0
+    kv = KVCacheFigures(
+        context, batch, kv_dtype, int(kv_cache_bytes_per_token(spec, kv_dtype)),
+        kv_cache_bytes(spec, context, batch, kv_dtype, source_len=source_len),
+    )
+    return ParamsReport(
+        spec_name=spec.name, family=spec.family, rows=rows,
+        block_subtotals=_block_subtotals(rows), total=total,
+        non_embedding=total - embedding, active=total - inactive_expert_parameters(spec),
+        attention=sum(c.count for c in comps if c.group == ATTENTION),
+        ffn=sum(c.count for c in comps if c.group == FFN),
+        estimate_12ld2=12 * spec.total_layers * spec.d_model**2,
+        memory_bytes=_memory(total), kv_cache=kv, notes=_notes(spec),
+    )

@@ -1,0 +1,181 @@
+"""The tfcli command line: thin Typer commands that parse options, call one library function,
+and hand the result to a renderer. Heavy modules (numpy engine, torch, matplotlib) are imported
+inside the commands that need them, so `tfcli --help` and `tfcli params` start fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from tfcli import __version__
+from tfcli.errors import EXIT_BAD_INPUT, TfcliError
+from tfcli.render.output import OutputFormat, emit
+
+app = typer.Typer(
+    name="tfcli",
+    help="Inspect and run Transformer architectures: exact parameter counts, per-op traces, "
+    "a NumPy forward pass, KV-cached generation and depth sweeps.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+)
+
+# Options shared by every command, defined once.
+FormatOpt = Annotated[
+    OutputFormat,
+    typer.Option("--format", "-f", help="table for people; json / csv on stdout for scripts."),
+]
+SpecArg = Annotated[
+    str,
+    typer.Argument(help="A spec file, a bundled spec name (see `tfcli specs`) or a Hugging Face "
+                   "model directory with config.json.", show_default=False),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for every random draw.")]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def handle_errors(func: F) -> F:
+    """Turn a TfcliError into one message on stderr and its exit code; no traceback unless
+    TFCLI_DEBUG=1. Unexpected exceptions are bugs: they keep their traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except TfcliError as exc:
+            if os.environ.get("TFCLI_DEBUG") == "1":
+                traceback.print_exc()
+            sys.stderr.write(f"tfcli: error: {exc.message}\n")
+            raise typer.Exit(exc.exit_code) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
+    """`@app.command` with the error handling every command shares."""
+
+    def register(func: F) -> F:
+        app.command(*args, **kwargs)(handle_errors(func))
+        return func
+
+    return register
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"tfcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+    ] = False,
+) -> None:
+    """Inspect and run Transformer architectures."""
+
+
+def _load(spec_arg: str, layers: int | None = None) -> Any:
+    from tfcli.spec_io import load_spec
+
+    spec = load_spec(spec_arg)
+    return spec.with_layers(layers) if layers else spec
+
+
+@command("params")
+def params_cmd(
+    spec: SpecArg,
+    context: Annotated[int | None, typer.Option(min=1, help="KV-cache context (default: max_seq_len).")] = None,
+    batch: Annotated[int, typer.Option(min=1, help="KV-cache batch size.")] = 1,
+    kv_dtype: Annotated[str, typer.Option(help="KV-cache dtype: float32, float16, bfloat16, int8.")] = "float32",
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Parameter count per component, exact to the parameter; memory; KV cache.
+
+    Example: tfcli params llama-3-8b --context 8192 --batch 4 --kv-dtype bfloat16
+    """
+    from tfcli.analysis.params import KV_DTYPES
+    from tfcli.analysis.params_report import build_params_report
+    from tfcli.errors import BadInputError
+    from tfcli.render.params import render_params
+
+    if kv_dtype not in KV_DTYPES:
+        raise BadInputError(f"--kv-dtype must be one of {', '.join(KV_DTYPES)} (got {kv_dtype!r})")
+    report = build_params_report(_load(spec), context=context, batch=batch, kv_dtype=kv_dtype)
+    emit(report, fmt, lambda: render_params(report))
+
+
+@command("specs")
+def specs_cmd(fmt: FormatOpt = OutputFormat.table) -> None:
+    """The bundled specs, one line each: family, layers, d_model, total parameters.
+
+    Example: tfcli specs --format json
+    """
+    from tfcli.analysis.catalog import build_catalog
+    from tfcli.render.catalog import render_catalog
+
+    catalog = build_catalog()
+    emit(catalog, fmt, lambda: render_catalog(catalog))
+
+
+@command("validate")
+def validate_cmd(
+    specs: Annotated[list[str], typer.Argument(help="Spec files or names.", show_default=False)],
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Check spec files: OK or the error for each; exit 2 if any is bad.
+
+    Example: tfcli validate specs/*.yaml
+    """
+    from tfcli.analysis.catalog import validate_specs
+    from tfcli.render.catalog import render_validation
+
+    report = validate_specs(specs)
+    emit(report, fmt, lambda: render_validation(report))
+    if not report.ok:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+@command("schema")
+def schema_cmd() -> None:
+    """Print the JSON Schema of the spec format, for editors that validate YAML as you type.
+
+    Example: tfcli schema > tfcli-spec.schema.json
+    """
+    import json
+
+    from tfcli.spec import spec_json_schema
+
+    sys.stdout.write(json.dumps(spec_json_schema(), indent=2) + "\n")
+
+
+@command("import-config")
+def import_config_cmd(
+    directory: Annotated[str, typer.Argument(help="Hugging Face model directory with config.json.")],
+) -> None:
+    """Turn a Hugging Face config.json into a tfcli spec (YAML on stdout).
+
+    Example: tfcli import-config ./my-llama > my-llama.yaml
+    """
+    from tfcli.checkpoints import spec_from_config_dir, spec_to_yaml
+
+    sys.stdout.write(spec_to_yaml(spec_from_config_dir(directory), source=directory))
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app(prog_name="tfcli")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,87 @@
+"""Position-wise feed-forward networks: dense (plain or gated) and top-k mixture of experts.
+
+Re-exported as tfcli.engine.model.ffn (the CONTRACT name).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfcli.engine.ops import GATE_ACTIVATIONS, Observer, activation_fn, softmax_
+from tfcli.engine.weights import FFNWeights, MoEWeights
+from tfcli.spec import Spec
+
+Array = np.ndarray
+
+
+def _linear(x: Array, w: Array, b: Array | None) -> Array:
+    out = x @ w  # (..., in) -> (..., out)
+    if b is not None:
+        out += b
+    return out
+
+
+def dense_ffn(spec: Spec, w: FFNWeights, x: Array, observe: Observer | None = None,
+              path: str = "") -> Array:
+    """W_down act(x W_up + b_up) + b_down; gated: W_down (act(x W_gate) * (x W_up)).
+
+    x (..., d) -> (..., d).
+    """
+    hidden = _linear(x, w.w_up, w.b_up)  # (..., d) -> (..., d_ff)
+    if observe is not None:
+        observe(path, "ffn_up", hidden.shape)
+    if spec.activation in GATE_ACTIVATIONS:
+        gate = _linear(x, w.w_gate, w.b_gate)  # (..., d) -> (..., d_ff)
+        if observe is not None:
+            observe(path, "ffn_gate", gate.shape)
+        hidden *= activation_fn(spec.activation)(gate)
+    else:
+        hidden = activation_fn(spec.activation)(hidden)
+    if observe is not None:
+        observe(path, "activation", hidden.shape)
+    out = _linear(hidden, w.w_down, w.b_down)  # (..., d_ff) -> (..., d)
+    if observe is not None:
+        observe(path, "ffn_down", out.shape)
+    return out
+
+
+def route(router_logits: Array, k: int) -> tuple[Array, Array]:
+    """Top-k routing as HF Mixtral: softmax over all experts, keep the k largest, renormalise.
+
+    router_logits (N, E) -> expert ids (N, k) and weights (N, k) summing to 1 per token.
+    """
+    probs = softmax_(router_logits.copy())  # (N, E)
+    top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]  # (N, k), ties -> lower expert id
+    weights = np.take_along_axis(probs, top, axis=-1)  # (N, k)
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return top, weights
+
+
+def moe_ffn(spec: Spec, w: MoEWeights, x: Array, observe: Observer | None = None,
+            path: str = "") -> Array:
+    """Sparse mixture of experts (Shazeer et al. 2017; Mixtral): each token runs only on its
+    top-k experts, and each expert runs only on the tokens routed to it. x (B, T, d) -> same."""
+    flat = x.reshape(-1, x.shape[-1])  # (B, T, d) -> (N, d)
+    logits = flat @ w.router  # (N, d) -> (N, E)
+    if observe is not None:
+        observe(path, "router", (*x.shape[:-1], logits.shape[-1]))
+    top, weights = route(logits, spec.experts_per_token)  # (N, k) x2
+    out = np.zeros_like(flat)  # (N, d)
+    for expert_id, expert in enumerate(w.experts):
+        token_ids, slot = np.nonzero(top == expert_id)  # a token picks an expert at most once
+        if token_ids.size:
+            y = dense_ffn(spec, expert, flat[token_ids])  # (n_e, d)
+            y *= weights[token_ids, slot][:, None]
+            out[token_ids] += y
+    out = out.reshape(x.shape)  # (N, d) -> (B, T, d)
+    if observe is not None:
+        observe(path, "experts", out.shape)
+    return out
+
+
+def ffn(spec: Spec, w: FFNWeights | MoEWeights, x: Array, observe: Observer | None = None,
+        path: str = "") -> Array:
+    """The block's FFN sublayer body (no norm, no residual): (B, T, d) -> (B, T, d)."""
+    if isinstance(w, MoEWeights):
+        return moe_ffn(spec, w, x, observe, path)
+    return dense_ffn(spec, w, x, observe, path)

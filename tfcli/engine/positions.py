@@ -1,0 +1,99 @@
+"""Position signals: sinusoidal tables, rotary embeddings (RoPE), T5 relative-position bias.
+
+Learned positions are a plain table lookup and live with the embeddings in model.py.
+Tables are computed in float64 and cast once to the weights' dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+Array = np.ndarray
+
+
+def default_positions(batch: int, length: int, offset: int = 0) -> Array:
+    """Positions offset..offset+length-1 for every sequence: (B, T) int64."""
+    return np.broadcast_to(np.arange(offset, offset + length, dtype=np.int64), (batch, length))
+
+
+def sinusoidal(positions: Array, d_model: int, dtype: np.dtype) -> Array:
+    """Vaswani et al. 2017, section 3.5: PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos.
+
+    positions (B, T) int -> (B, T, d_model). An odd d_model drops the last cosine column.
+    """
+    inv_freq = 10000.0 ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)  # (ceil(d/2),)
+    angles = positions[..., None].astype(np.float64) * inv_freq  # (B, T, ceil(d/2))
+    table = np.empty((*positions.shape, d_model), dtype=np.float64)  # (B, T, d)
+    table[..., 0::2] = np.sin(angles)
+    table[..., 1::2] = np.cos(angles[..., : d_model // 2])
+    return table.astype(dtype, copy=False)
+
+
+def rope_tables(positions: Array, d_head: int, theta: float, dtype: np.dtype) -> tuple[Array, Array]:
+    """cos and sin for RoPE (Su et al. 2021) in the HF LLaMA layout: (B, 1, T, d_head) each.
+
+    inv_freq_i = theta^(-2i/d) for i < d/2, and the angle table is repeated twice along the
+    last axis, pairing dimension i with i + d/2 (the `rotate_half` convention).
+    """
+    inv_freq = theta ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # (d/2,)
+    angles = positions[..., None].astype(np.float64) * inv_freq  # (B, T, d/2)
+    angles = np.concatenate([angles, angles], axis=-1)[:, None]  # (B, 1, T, d)
+    return np.cos(angles).astype(dtype, copy=False), np.sin(angles).astype(dtype, copy=False)
+
+
+def apply_rope(x: Array, cos: Array, sin: Array) -> Array:
+    """x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1]: (B, H, T, dh) -> same."""
+    half = x.shape[-1] // 2
+    out = x * cos  # (B, H, T, dh)
+    out[..., :half] -= x[..., half:] * sin[..., :half]
+    out[..., half:] += x[..., :half] * sin[..., half:]
+    return out
+
+
+def relative_buckets(
+    relative: Array, *, bidirectional: bool, n_buckets: int, max_distance: int
+) -> Array:
+    """T5's bucket of each (key - query) offset, as HF `T5Attention._relative_position_bucket`.
+
+    Half the buckets are exact small offsets, the rest grow logarithmically up to max_distance.
+    Bidirectional (encoder) spends half the buckets on each sign; unidirectional (decoder)
+    only looks back. The log is taken in float32, exactly as HF does, so bucket edges agree.
+    """
+    buckets = np.zeros(relative.shape, dtype=np.int64)
+    if bidirectional:
+        n_buckets //= 2
+        buckets += (relative > 0) * n_buckets
+        distance = np.abs(relative)
+    else:
+        distance = -np.minimum(relative, 0)
+    max_exact = n_buckets // 2
+    with np.errstate(divide="ignore"):  # log(0) for distance 0; those take the exact branch
+        scaled = (
+            np.log(distance.astype(np.float32) / np.float32(max_exact))
+            / np.float32(math.log(max_distance / max_exact))
+            * np.float32(n_buckets - max_exact)
+        )
+    large = max_exact + np.nan_to_num(scaled, neginf=0.0).astype(np.int64)
+    large = np.minimum(large, n_buckets - 1)
+    return buckets + np.where(distance < max_exact, distance, large)
+
+
+def relative_bias(
+    table: Array,
+    query_positions: Array,
+    key_positions: Array,
+    *,
+    bidirectional: bool,
+    max_distance: int,
+) -> Array:
+    """T5 position bias added to attention scores: (1|B, H, T, S).
+
+    table (n_buckets, H); query_positions (1|B, T) and key_positions (1|B, S) int.
+    """
+    relative = key_positions[:, None, :] - query_positions[:, :, None]  # (B, T, S)
+    buckets = relative_buckets(
+        relative, bidirectional=bidirectional, n_buckets=table.shape[0], max_distance=max_distance
+    )
+    return np.ascontiguousarray(table[buckets].transpose(0, 3, 1, 2))  # (B, T, S, H) -> (B, H, T, S)

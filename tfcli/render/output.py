@@ -1,0 +1,56 @@
+"""One place that decides table vs JSON vs CSV (the sqlite-utils / huggingface_hub pattern).
+
+Every result object offers `to_dict()` (JSON) and `csv_rows()` (header, rows); the table form is
+a rich renderable built by the command's renderer. JSON and CSV go to stdout with no markup.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Callable
+from enum import Enum
+from typing import Any, Protocol
+
+from rich.console import Console, RenderableType
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class Result(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def csv_rows(self) -> tuple[list[str], list[list[object]]]: ...
+
+
+def stdout_console() -> Console:
+    return Console(highlight=False)
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def emit(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType]) -> None:
+    """Write `result` to stdout in `fmt`; `table` builds the rich form only when it is wanted."""
+    if fmt is OutputFormat.json:
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2, default=_json_default) + "\n")
+    elif fmt is OutputFormat.csv:
+        header, rows = result.csv_rows()
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+    else:
+        stdout_console().print(table())
+
+
+def _json_default(value: object) -> object:
+    # numpy scalars and arrays sneak into results; make them plain JSON.
+    if hasattr(value, "tolist"):
+        return value.tolist()  # type: ignore[no-any-return]
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

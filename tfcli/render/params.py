@@ -1,0 +1,86 @@
+"""Rich rendering of the `tfcli params` report."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tfcli.analysis.params_report import ComponentRow, ParamsReport
+from tfcli.render.units import human_bytes, human_count, percent
+
+
+def _shape(row: ComponentRow) -> str:
+    return " + ".join("×".join(f"{n:,}" for n in s) for s in row.shapes)
+
+
+def _component_table(report: ParamsReport) -> Table:
+    table = Table(title=f"{report.spec_name} — parameters per component", title_justify="left")
+    for column, justify in (("component", "left"), ("shape", "left"), ("per block", "right"),
+                            ("parameters", "right"), ("share", "right")):
+        wrap = column == "shape"
+        table.add_column(column, justify=justify, no_wrap=not wrap,  # type: ignore[arg-type]
+                         min_width=10 if wrap else None, overflow="fold")
+    current_stack = None
+    for row in report.rows:
+        if row.stack != current_stack and current_stack in report.block_subtotals:
+            _add_subtotal(table, report, current_stack)
+        if row.stack and row.stack != current_stack:
+            table.add_row(Text(f"{row.stack} block (× {row.blocks})", style="bold cyan"))
+        current_stack = row.stack
+        _add_component(table, row)
+    if current_stack in report.block_subtotals:
+        _add_subtotal(table, report, current_stack)
+    table.add_section()
+    table.add_row(Text("total", style="bold"), "", "", Text(f"{report.total:,}", style="bold"),
+                  "100.0%")
+    return table
+
+
+def _add_component(table: Table, row: ComponentRow) -> None:
+    name = row.name.split(".block.")[-1] if row.stack else row.name
+    indent = "  " if row.stack else ""
+    if row.note.startswith("tied"):
+        table.add_row(name, Text("tied", style="dim"), "", "0", "")
+        return
+    per_block = f"{row.per_block:,}" if row.stack else ""
+    table.add_row(indent + name, _shape(row), per_block, f"{row.count:,}", percent(row.share))
+
+
+def _add_subtotal(table: Table, report: ParamsReport, stack: str | None) -> None:
+    per, n = report.block_subtotals[stack or ""]
+    share = per * n / report.total
+    label = Text(f"  subtotal × {n}", style="italic")
+    table.add_row(label, "", f"{per:,}", Text(f"{per * n:,}", style="bold"), percent(share))
+
+
+def _summary_table(report: ParamsReport) -> Table:
+    table = Table(title="summary", title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    table.add_column("detail")
+    table.add_row("total", f"{report.total:,}", human_count(report.total))
+    table.add_row("non-embedding", f"{report.non_embedding:,}",
+                  "excludes token / position / type embeddings and the output head")
+    table.add_row("active per token", f"{report.active:,}",
+                  "MoE: routed experts only" if report.active != report.total else "dense: all")
+    blocks = report.attention + report.ffn
+    table.add_row("attention", f"{report.attention:,}",
+                  f"{percent(report.attention / blocks if blocks else 0)} of attention + FFN")
+    table.add_row("FFN", f"{report.ffn:,}",
+                  f"{percent(report.ffn_share_of_blocks)} of attention + FFN (lesson: about 2/3)")
+    table.add_row("estimate 12·L·d²", f"{report.estimate_12ld2:,}",
+                  f"{report.estimate_rel_error:+.1%} vs exact total")
+    for dtype, size in report.memory_bytes.items():
+        table.add_row(f"weights in {dtype}", human_bytes(size), f"{size:,} bytes")
+    kv = report.kv_cache
+    cross = " (+ cross-attention K/V over as many source tokens)" if report.family == "encoder-decoder" else ""
+    table.add_row(f"KV cache ({kv.dtype})", human_bytes(kv.total_bytes),
+                  f"{human_bytes(kv.per_token_bytes)}/token × {kv.context:,} tokens × batch {kv.batch}{cross}")
+    return table
+
+
+def render_params(report: ParamsReport) -> RenderableType:
+    parts: list[RenderableType] = [_component_table(report), _summary_table(report)]
+    parts += [Text(f"note: {note}", style="dim") for note in report.notes]
+    return Group(*parts)
