@@ -85,7 +85,7 @@ def parse_spec_text(text: str, source: str = "<spec>") -> Spec:
     try:
         return Spec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(source, [_problem_from_pydantic(err, lines) for err in exc.errors()]) from None
+        raise SpecError(source, _problems(exc, lines)) from None
     except SpecConsistencyError as exc:
         raise SpecError(source, [Problem(exc.field, exc.detail, lines.get(exc.field))]) from None
 
@@ -111,6 +111,24 @@ def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]]
         key = bad_keys[0]
         raise SpecError(source, [Problem(str(key), "field names must be strings", lines.get(str(key)))])
     return data, lines
+
+
+def _problems(exc: ValidationError, lines: dict[str, int]) -> list[Problem]:
+    """Pydantic errors as Problems, in file order. A 'missing' field that a misspelt key was
+    meant to be (n_head -> n_heads) is one mistake, so only the did-you-mean is reported."""
+    errors = exc.errors()
+    misspelt = {
+        close[0]
+        for err in errors if err["type"] == "extra_forbidden" and err["loc"]
+        for close in [difflib.get_close_matches(str(err["loc"][0]), FIELD_NAMES, n=1, cutoff=0.6)]
+        if close
+    }
+    problems = [
+        _problem_from_pydantic(err, lines)
+        for err in errors
+        if not (err["type"] == "missing" and err["loc"] and err["loc"][0] in misspelt)
+    ]
+    return sorted(problems, key=lambda p: p.line if p.line is not None else 10**9)
 
 
 def _problem_from_pydantic(err: Any, lines: dict[str, int]) -> Problem:

@@ -1,0 +1,104 @@
+"""Exact parameter totals for every bundled spec, and the lesson's per-block figures."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+from tfcli.analysis.params import components, kv_cache_bytes, total_parameters
+from tfcli.analysis.params_report import build_params_report
+from tfcli.spec import Spec
+from tfcli.spec_io import bundled_spec_names, load_spec
+
+# Reference totals (tied weights counted once). Sources: each spec file's `source`; the Hugging
+# Face meta-device counts in tests/parity confirm them independently.
+REFERENCE_TOTALS = {
+    "gpt2": 124_439_808,
+    "gpt2-medium": 354_823_168,
+    "bert-base": 109_482_240,
+    "llama-2-7b": 6_738_415_616,
+    "llama-3-8b": 8_030_261_248,
+    "mistral-7b": 7_241_732_096,
+    "mixtral-8x7b": 46_702_792_704,
+    "t5-small": 60_506_624,
+    "transformer-base": 63_082_496,  # derivation in the spec's comment
+    "lesson-tiny": 4 * 3_152 + 256 * 16,  # 4 blocks + byte-level token embedding (tied head)
+}
+
+
+def test_every_bundled_spec_has_a_reference_total() -> None:
+    assert sorted(REFERENCE_TOTALS) == bundled_spec_names()
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCE_TOTALS))
+def test_exact_total(name: str) -> None:
+    assert total_parameters(load_spec(name)) == REFERENCE_TOTALS[name]
+
+
+def test_lesson_tiny_per_block_split() -> None:
+    report = build_params_report(load_spec("lesson-tiny"))
+    per_block = report.block_subtotals["decoder"]
+    assert per_block == (3_152, 4)
+    ffn = sum(r.per_block for r in report.rows if r.stack and r.group == "ffn")
+    attention = sum(r.per_block for r in report.rows if r.stack and r.group == "attention")
+    assert (ffn, attention) == (2_128, 1_024)
+
+
+def test_mixtral_active_parameters() -> None:
+    report = build_params_report(load_spec("mixtral-8x7b"))
+    per_expert = 3 * 4096 * 14336
+    assert report.active == report.total - 6 * per_expert * 32 == 12_879_925_248
+
+
+def test_tied_head_counted_once_untied_counted() -> None:
+    tied = load_spec("gpt2")
+    untied = tied.replace(tie_embeddings=False)
+    assert total_parameters(untied) - total_parameters(tied) == 50257 * 768
+    head = [c for c in components(tied) if c.name == "lm_head"][0]
+    assert head.tied and head.count == 0
+
+
+def test_gqa_shrinks_k_and_v_only() -> None:
+    spec = load_spec("llama-3-8b")
+    mha = spec.replace(n_kv_heads=32)
+    assert total_parameters(mha) - total_parameters(spec) == 2 * 32 * 4096 * (4096 - 1024)
+
+
+def test_twelve_l_d_squared_estimate_is_close_for_large_dense_models() -> None:
+    report = build_params_report(load_spec("llama-2-7b"))
+    # 12·L·d² ignores the SwiGLU width (3 x 11008 vs 2 x 4d) and the embeddings.
+    assert report.estimate_12ld2 == 12 * 32 * 4096**2
+    assert abs(report.estimate_rel_error) < 0.05
+
+
+def test_kv_cache_bytes_llama2() -> None:
+    spec = load_spec("llama-2-7b")
+    # 2 (K and V) x 32 layers x 4096 x 2 bytes = 512 KiB per token in bfloat16.
+    assert kv_cache_bytes(spec, context=4096, batch=1, dtype="bfloat16") == 4096 * 524_288
+    report = build_params_report(spec, context=1000, batch=3, kv_dtype="int8")
+    assert report.kv_cache.total_bytes == 3 * 1000 * 2 * 32 * 4096
+
+
+def test_encoder_has_no_kv_cache() -> None:
+    assert build_params_report(load_spec("bert-base")).kv_cache.total_bytes == 0
+
+
+def test_memory_by_dtype() -> None:
+    report = build_params_report(load_spec("gpt2"))
+    assert report.memory_bytes == {
+        "float32": 4 * 124_439_808, "bfloat16": 2 * 124_439_808,
+        "int8": 124_439_808, "int4": 62_219_904,
+    }
+
+
+def test_counting_is_analytic_for_a_trillion_parameters() -> None:
+    spec = Spec(name="huge", family="decoder", vocab_size=256_000, max_seq_len=8192,
+                d_model=32_768, n_heads=256, n_layers=120, d_ff=131_072, activation="swiglu",
+                norm="rmsnorm", positions="rope", bias=False, tie_embeddings=False)
+    tracemalloc.start()
+    report = build_params_report(spec)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert report.total > 10**12
+    assert peak < 5_000_000  # bytes: nothing the size of a weight array was allocated
