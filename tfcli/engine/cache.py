@@ -1,0 +1,69 @@
+"""KV cache (gpt-fast style): buffers preallocated once, filled in place step by step.
+
+Per decoder layer: K and V of shape (batch, n_kv_heads, max_len, d_head) for self-attention
+(GQA/MQA cache only the K/V heads), and for encoder-decoder the cross-attention K/V over the
+`source_len` encoder positions, written once after the encoder runs. `nbytes` is what
+tfcli.analysis.params.kv_cache_bytes predicts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfcli.errors import BadInputError
+from tfcli.spec import Spec
+
+Array = np.ndarray
+
+
+class KVCache:
+    """Preallocated self- (and cross-) attention K/V for every decoder layer."""
+
+    def __init__(self, spec: Spec, batch: int, max_len: int,
+                 dtype: np.dtype | type = np.float32, source_len: int = 0) -> None:
+        n_layers, n_kv, d_head = spec.decoder_layers, spec.kv_heads, spec.head_dim
+        self.max_len = max_len
+        self.pos = 0  # where the next step's K/V go; set by prefill / decode_step
+        shape = (batch, n_kv, max_len, d_head)
+        self.k = [np.zeros(shape, dtype=dtype) for _ in range(n_layers)]
+        self.v = [np.zeros(shape, dtype=dtype) for _ in range(n_layers)]
+        cross_len = source_len if spec.family == "encoder-decoder" else 0
+        cross_shape = (batch, n_kv, cross_len, d_head)
+        self.cross_k = [np.zeros(cross_shape, dtype=dtype) for _ in range(n_layers if cross_len else 0)]
+        self.cross_v = [np.zeros(cross_shape, dtype=dtype) for _ in range(n_layers if cross_len else 0)]
+        self._cross_filled = [False] * len(self.cross_k)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes actually allocated by the buffers."""
+        return sum(a.nbytes for a in (*self.k, *self.v, *self.cross_k, *self.cross_v))
+
+    def update(self, layer: int, pos: int, k: Array, v: Array) -> tuple[Array, Array]:
+        """Write k, v (B, Hkv, t, dh) at positions [pos, pos + t); return views of [0, pos + t)."""
+        end = pos + k.shape[2]
+        if end > self.max_len:
+            raise BadInputError(f"KV cache holds {self.max_len} positions; step needs {end}")
+        self.k[layer][:, :, pos:end] = k
+        self.v[layer][:, :, pos:end] = v
+        return self.k[layer][:, :, :end], self.v[layer][:, :, :end]  # (B, Hkv, pos + t, dh)
+
+    def cross(self, layer: int) -> tuple[Array, Array] | None:
+        """The cached cross-attention K, V (B, Hkv, S, dh), or None before they are written."""
+        if layer < len(self.cross_k) and self._cross_filled[layer]:
+            return self.cross_k[layer], self.cross_v[layer]
+        return None
+
+    def set_cross(self, layer: int, k: Array, v: Array) -> tuple[Array, Array]:
+        """Store cross-attention K, V (B, Hkv, S, dh) once; returns the stored buffers."""
+        if layer >= len(self.cross_k) or self.cross_k[layer].shape != k.shape:
+            have = self.cross_k[0].shape if self.cross_k else "none"
+            raise BadInputError(f"cross-attention cache shape {have} does not fit K/V {k.shape}")
+        self.cross_k[layer][...] = k
+        self.cross_v[layer][...] = v
+        self._cross_filled[layer] = True
+        return self.cross_k[layer], self.cross_v[layer]
+
+    def reset(self) -> None:
+        """Forget every cached position (the buffers are reused, not reallocated)."""
+        self.pos = 0
+        self._cross_filled = [False] * len(self.cross_k)

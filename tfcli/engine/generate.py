@@ -1,0 +1,238 @@
+"""Autoregressive generation (gpt-fast style): encode once, prefill the prompt into the KV
+cache, then one cached decode step per new token. `use_cache=False` recomputes the whole
+prefix every step instead: the baseline the cache is measured against.
+
+Prompts of different lengths are LEFT-padded into one batch: every sequence then ends at the
+same cache slot, so one decode step serves all of them. A per-slot key mask hides the padding
+and per-slot position ids restart at 0 where each real prompt starts, so each sequence sees
+exactly what it would see alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tfcli.engine.cache import KVCache
+from tfcli.engine.model import embed, forward_hidden, output_logits
+from tfcli.engine.sampling import SamplingConfig, sample
+from tfcli.engine.weights import Weights
+from tfcli.errors import BadInputError
+from tfcli.spec import Spec
+
+Array = np.ndarray
+PAD_ID = 0  # what fills left padding; never attended to
+
+
+@dataclass(frozen=True)
+class GenerationStep:
+    step: int  # 0-based index of the new token
+    tokens: Array  # (B,) the token chosen for each sequence (stop token again once finished)
+    logits: Array  # (B, V) the logits it was chosen from (before temperature / truncation)
+    finished: Array  # (B,) bool, True once a sequence has produced the stop token
+
+
+@dataclass
+class Batch:
+    """Left-padded prompts with the per-slot bookkeeping every step needs."""
+
+    tokens: Array  # (B, L) int, PAD_ID before each prompt
+    key_mask: Array  # (B, max_len) bool, True where a slot holds a real token
+    positions: Array  # (B, max_len) int, position id of each slot (0 on padding)
+    padded: bool  # False when no sequence has padding (masks can be skipped)
+
+
+# --- input checks (all before any work) ------------------------------------------------------
+
+
+def _prompt_rows(prompts: Sequence[Sequence[int]] | Array) -> list[Array]:
+    array = prompts if isinstance(prompts, np.ndarray) else None
+    if array is not None and array.ndim == 1:
+        return [array]
+    if array is not None and array.ndim == 2:
+        return list(array)
+    rows = [np.asarray(p) for p in prompts]
+    if not rows or any(r.ndim != 1 for r in rows):
+        raise BadInputError("prompts must be one token sequence or a list of token sequences")
+    return rows
+
+
+def check_request(spec: Spec, rows: list[Array], max_new_tokens: int,
+                  config: SamplingConfig) -> None:
+    """Every reason generation cannot run, raised as BadInputError before any compute."""
+    if spec.family == "encoder":
+        raise BadInputError(f"{spec.name} is encoder-only: generation needs a decoder")
+    if not spec.lm_head:
+        raise BadInputError(f"{spec.name} has no output head (lm_head: false): cannot generate")
+    if max_new_tokens < 0:
+        raise BadInputError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    if not rows or any(r.size == 0 for r in rows):
+        raise BadInputError("empty prompt: give at least one token per sequence")
+    for r in rows:
+        if not np.issubdtype(r.dtype, np.integer):
+            raise BadInputError(f"prompt token ids must be integers, got {r.dtype}")
+        if r.min() < 0 or r.max() >= spec.vocab_size:
+            bad = int(r[(r < 0) | (r >= spec.vocab_size)][0])
+            raise BadInputError(f"token id {bad} is outside the vocabulary [0, {spec.vocab_size})")
+    config.validate()
+    decoder_len = (1 if spec.family == "encoder-decoder" else max(r.size for r in rows))
+    if spec.family == "encoder-decoder" and max(r.size for r in rows) > spec.max_seq_len:
+        raise BadInputError(f"source of {max(r.size for r in rows)} tokens exceeds "
+                            f"max_seq_len {spec.max_seq_len} of {spec.name}")
+    if decoder_len + max_new_tokens > spec.max_seq_len:
+        raise BadInputError(
+            f"{decoder_len} prompt tokens + {max_new_tokens} new tokens = "
+            f"{decoder_len + max_new_tokens} exceeds max_seq_len {spec.max_seq_len} of {spec.name}"
+        )
+
+
+# --- batching --------------------------------------------------------------------------------
+
+
+def left_pad(rows: list[Array], max_len: int) -> Batch:
+    """Left-pad prompts to one length; bookkeeping arrays cover max_len slots."""
+    length = max(r.size for r in rows)
+    pads = np.array([length - r.size for r in rows])  # (B,)
+    tokens = np.full((len(rows), length), PAD_ID, dtype=np.int64)  # (B, L)
+    for i, r in enumerate(rows):
+        tokens[i, pads[i]:] = r
+    slots = np.arange(max_len)[None, :]  # (1, max_len)
+    key_mask = slots >= pads[:, None]  # (B, max_len)
+    positions = np.maximum(slots - pads[:, None], 0)  # (B, max_len)
+    return Batch(tokens, key_mask, positions, bool(pads.any()))
+
+
+def right_pad(rows: list[Array]) -> tuple[Array, Array | None]:
+    """Encoder sources, right-padded: tokens (B, S) and mask (B, S), or None if all equal."""
+    length = max(r.size for r in rows)
+    tokens = np.full((len(rows), length), PAD_ID, dtype=np.int64)  # (B, S)
+    mask = np.zeros((len(rows), length), dtype=bool)  # (B, S)
+    for i, r in enumerate(rows):
+        tokens[i, : r.size], mask[i, : r.size] = r, True
+    return tokens, (None if mask.all() else mask)
+
+
+# --- model steps -----------------------------------------------------------------------------
+
+
+def encode(spec: Spec, weights: Weights, source: Array, mask: Array | None = None) -> Array:
+    """The encoder of an encoder-decoder, run once: (B, S) -> (B, S, d)."""
+    x = embed(spec, weights, source)  # (B, S, d)
+    return forward_hidden(spec, weights.encoder, x, causal=False, key_mask=mask)
+
+
+def _decoder_logits(
+    spec: Spec, weights: Weights, tokens: Array, cache: KVCache | None, start: int,
+    batch: Batch | None, encoder_out: Array | None, encoder_mask: Array | None,
+) -> Array:
+    """Run tokens (B, t) occupying slots [start, start + t); logits (B, V) of the last slot."""
+    end = start + tokens.shape[1]
+    key_from = start if cache is None else 0  # uncached runs see only the tokens given
+    positions = key_positions = key_mask = None
+    if batch is not None:
+        positions = batch.positions[:, start:end]  # (B, t)
+        key_positions = batch.positions[:, key_from:end]  # (B, S)
+        key_mask = batch.key_mask[:, key_from:end] if batch.padded else None  # (B, S)
+    x = embed(spec, weights, tokens, positions)  # (B, t, d)
+    hidden = forward_hidden(
+        spec, weights.decoder, x, causal=True, key_mask=key_mask, positions=positions,
+        key_positions=key_positions, encoder_out=encoder_out, encoder_mask=encoder_mask,
+        cache=cache,
+    )
+    return output_logits(spec, weights, hidden[:, -1:])[:, 0]  # (B, 1, d) -> (B, V)
+
+
+def prefill(spec: Spec, weights: Weights, tokens: Array, cache: KVCache, *,
+            batch: Batch | None = None, encoder_out: Array | None = None,
+            encoder_mask: Array | None = None) -> Array:
+    """Run the prompt (B, T) once, filling cache slots [0, T); logits (B, V) of the last slot."""
+    cache.pos = 0
+    logits = _decoder_logits(spec, weights, tokens, cache, 0, batch, encoder_out, encoder_mask)
+    cache.pos = tokens.shape[1]
+    return logits
+
+
+def decode_step(spec: Spec, weights: Weights, token: Array, pos: int, cache: KVCache, *,
+                batch: Batch | None = None, encoder_out: Array | None = None,
+                encoder_mask: Array | None = None) -> Array:
+    """Run one token per sequence (B,) at cache slot `pos` against the cache; logits (B, V)."""
+    cache.pos = pos
+    step = token.reshape(-1, 1)  # (B,) -> (B, 1)
+    logits = _decoder_logits(spec, weights, step, cache, pos, batch, encoder_out, encoder_mask)
+    cache.pos = pos + 1
+    return logits
+
+
+def _uncached_logits(spec: Spec, weights: Weights, sequence: Array, batch: Batch,
+                     encoder_out: Array | None, encoder_mask: Array | None) -> Array:
+    """The whole prefix (B, L) recomputed from scratch; logits (B, V) of its last slot."""
+    return _decoder_logits(spec, weights, sequence, None, 0, batch, encoder_out, encoder_mask)
+
+
+# --- the loop --------------------------------------------------------------------------------
+
+
+def generate(
+    spec: Spec,
+    weights: Weights,
+    prompts: Sequence[Sequence[int]] | Array,
+    *,
+    max_new_tokens: int,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | None = 0,
+    stop_token: int | None = None,
+    use_cache: bool = True,
+    decoder_start: int = 0,
+) -> Iterator[GenerationStep]:
+    """Yield one GenerationStep per new token, as soon as it is chosen.
+
+    prompts: one token sequence, a (B, L) array, or a list of sequences of any lengths. For
+    encoder-decoder they are the sources; the decoder starts from `decoder_start` (T5: 0).
+    Stops after max_new_tokens, or once every sequence has produced stop_token.
+    """
+    rows = _prompt_rows(prompts)
+    config = SamplingConfig(temperature, top_k, top_p, seed)
+    check_request(spec, rows, max_new_tokens, config)
+    return _generate(spec, weights, rows, max_new_tokens, config, stop_token, use_cache,
+                     decoder_start)
+
+
+def _generate(spec: Spec, weights: Weights, rows: list[Array], max_new_tokens: int,
+              config: SamplingConfig, stop_token: int | None, use_cache: bool,
+              decoder_start: int) -> Iterator[GenerationStep]:
+    rng = np.random.default_rng(config.seed)
+    encoder_out = encoder_mask = None
+    if spec.family == "encoder-decoder":
+        source, encoder_mask = right_pad(rows)
+        encoder_out = encode(spec, weights, source, encoder_mask)  # (B, S, d)
+        rows = [np.array([decoder_start])] * len(rows)
+    max_len = max(r.size for r in rows) + max_new_tokens
+    batch = left_pad(rows, max_len)
+    dtype = weights.token_embedding.dtype
+    source_len = 0 if encoder_out is None else encoder_out.shape[1]
+    cache = KVCache(spec, len(rows), max_len, dtype, source_len) if use_cache else None
+    sequence = batch.tokens  # (B, L), grows by one column per step (only read when uncached)
+    finished = np.zeros(len(rows), dtype=bool)
+    for step in range(max_new_tokens):
+        slot = batch.tokens.shape[1] + step - 1  # slot of the newest token
+        if cache is None:
+            logits = _uncached_logits(spec, weights, sequence, batch, encoder_out, encoder_mask)
+        elif step == 0:
+            logits = prefill(spec, weights, batch.tokens, cache, batch=batch,
+                             encoder_out=encoder_out, encoder_mask=encoder_mask)
+        else:
+            logits = decode_step(spec, weights, tokens, slot, cache, batch=batch,  # last step's
+                                 encoder_out=encoder_out, encoder_mask=encoder_mask)
+        tokens = sample(logits, config, rng)  # (B,)
+        if stop_token is not None:
+            tokens = np.where(finished, stop_token, tokens)
+            finished = finished | (tokens == stop_token)
+        yield GenerationStep(step, tokens, logits, finished.copy())
+        if finished.all():
+            return
+        if cache is None:
+            sequence = np.concatenate([sequence, tokens[:, None]], axis=1)  # (B, L + step + 1)
