@@ -39,6 +39,15 @@ SpecArg = Annotated[
                    "model directory with config.json.", show_default=False),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for every random draw.")]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="Engine dtype: float32 or float64.")]
+LayersOpt = Annotated[
+    int | None,
+    typer.Option("--layers", min=1, help="Truncate every stack to K blocks (to fit big specs)."),
+]
+WeightsOpt = Annotated[
+    str | None,
+    typer.Option("--weights", help="Hugging Face model directory (config.json + safetensors)."),
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -170,6 +179,103 @@ def import_config_cmd(
     from tfcli.checkpoints import spec_from_config_dir, spec_to_yaml
 
     sys.stdout.write(spec_to_yaml(spec_from_config_dir(directory), source=directory))
+
+
+@command("run")
+def run_cmd(
+    spec: SpecArg,
+    text: Annotated[str | None, typer.Option(help="Input text (UTF-8 bytes, or the checkpoint's tokenizer.json).")] = None,
+    tokens: Annotated[str | None, typer.Option(help="Input token ids, e.g. 1,2,3.")] = None,
+    target: Annotated[str | None, typer.Option(help="Encoder-decoder: decoder input text.")] = None,
+    batch: Annotated[int, typer.Option(min=1, help="Random input: sequences.")] = 1,
+    seq_len: Annotated[int | None, typer.Option(min=1, help="Random input: length (default 16).")] = None,
+    weights: WeightsOpt = None,
+    layers: LayersOpt = None,
+    dtype: DtypeOpt = "float32",
+    seed: SeedOpt = 0,
+    save_npz: Annotated[str | None, typer.Option(help="Write tokens, hidden states and logits to FILE.npz.")] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """A real forward pass: per-position output norms, logits, top-5 next tokens, loss, timing.
+
+    Example: tfcli run gpt2 --text "The Transformer is" --layers 2
+    """
+    from tfcli.analysis.model_source import load_model
+    from tfcli.analysis.run import build_inputs, run_forward
+    from tfcli.analysis.run import save_npz as write_npz
+    from tfcli.render.run import render_run
+
+    model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed)
+    inputs = build_inputs(model.spec, text=text, tokens=tokens, target=target, batch=batch,
+                          seq_len=seq_len, seed=seed, weights_dir=model.weights_dir)
+    result, outputs = run_forward(model, inputs, seed=seed)
+    if save_npz:
+        write_npz(save_npz, inputs, outputs)
+    emit(result, fmt, lambda: render_run(result))
+
+
+@command("generate")
+def generate_cmd(
+    spec: SpecArg,
+    prompt: Annotated[str | None, typer.Option(help="Prompt text (UTF-8 bytes, or the checkpoint's tokenizer.json).")] = None,
+    tokens: Annotated[str | None, typer.Option(help="Prompt token ids, e.g. 1,2,3.")] = None,
+    max_new_tokens: Annotated[int, typer.Option(min=1, help="Tokens to generate.")] = 32,
+    temperature: Annotated[float, typer.Option(min=0.0, help="0 = greedy.")] = 0.0,
+    top_k: Annotated[int | None, typer.Option(min=1, help="Sample among the k most likely.")] = None,
+    top_p: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = None,
+    stop_token: Annotated[int | None, typer.Option(help="Stop when this id is produced (EOS).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute the whole prefix every step.")] = False,
+    check_cache: Annotated[bool, typer.Option("--check-cache", help="Run cached and uncached; exit 1 unless equal.")] = False,
+    compare: Annotated[bool, typer.Option("--compare", help="Run cached and uncached; report the speed-up.")] = False,
+    weights: WeightsOpt = None,
+    layers: LayersOpt = None,
+    dtype: DtypeOpt = "float32",
+    seed: SeedOpt = 0,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Autoregressive generation with a KV cache, streamed live, checked against recomputation.
+
+    Example: tfcli generate gpt2 --prompt "Hello" --max-new-tokens 20 --layers 2 --check-cache
+    """
+    from tfcli.analysis.generation import GenerateRequest, generate_text, prompt_tokens
+    from tfcli.analysis.model_source import load_model
+    from tfcli.errors import BadInputError, CheckFailedError
+    from tfcli.render.generate import render_generate
+
+    if sum((no_cache, check_cache, compare)) > 1:
+        raise BadInputError("choose at most one of --no-cache, --check-cache, --compare")
+    mode = "no-cache" if no_cache else "check" if check_cache else "compare" if compare else "cache"
+    model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed)
+    ids, tokenizer = prompt_tokens(model, prompt, tokens)
+    request = GenerateRequest(ids, max_new_tokens, temperature, top_k, top_p, seed, stop_token)
+    if fmt is OutputFormat.table:
+        result = _generate_live(model, request, tokenizer, mode)
+    else:
+        result = generate_text(model, request, tokenizer, mode=mode)
+    emit(result, fmt, lambda: render_generate(result))
+    if result.check is not None and not result.check.ok:
+        raise CheckFailedError(
+            f"cached and uncached generation differ: tokens identical {result.check.identical_tokens}, "
+            f"max |logit difference| {result.check.max_abs_logit_diff:.3e} > {result.check.tolerance:.0e}")
+
+
+def _generate_live(model: Any, request: Any, tokenizer: Any, mode: str) -> Any:
+    """Stream tokens with rich Live (on stderr, so stdout holds only the final result)."""
+    from rich.live import Live
+
+    from tfcli.analysis.generation import generate_text
+    from tfcli.render.generate import render_stream
+    from tfcli.render.output import stderr_console
+
+    prompt = tokenizer.decode(request.prompt_tokens) if tokenizer else str(request.prompt_tokens)
+
+    def shown(new: list[int]) -> str:
+        return tokenizer.decode(new) if tokenizer else " " + " ".join(map(str, new))
+
+    with Live(render_stream(prompt, ""), console=stderr_console(), transient=True,
+              refresh_per_second=20) as live:
+        return generate_text(model, request, tokenizer, mode=mode,
+                             on_token=lambda new: live.update(render_stream(prompt, shown(new))))
 
 
 def main() -> None:

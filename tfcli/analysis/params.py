@@ -11,7 +11,7 @@ from math import prod
 
 from tfcli.spec import Spec
 
-DTYPE_BYTES: dict[str, float] = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "int4": 0.5}
+DTYPE_BYTES: dict[str, float] = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "int4": 0.5}
 WEIGHT_DTYPES = ("float32", "bfloat16", "int8", "int4")
 KV_DTYPES = ("float32", "float16", "bfloat16", "int8")
 

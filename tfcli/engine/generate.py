@@ -32,6 +32,7 @@ class GenerationStep:
     tokens: Array  # (B,) the token chosen for each sequence (stop token again once finished)
     logits: Array  # (B, V) the logits it was chosen from (before temperature / truncation)
     finished: Array  # (B,) bool, True once a sequence has produced the stop token
+    cache_bytes: int = 0  # bytes the KV cache actually allocated (0 when uncached)
 
 
 @dataclass
@@ -231,7 +232,8 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], max_new_tokens: i
         if stop_token is not None:
             tokens = np.where(finished, stop_token, tokens)
             finished = finished | (tokens == stop_token)
-        yield GenerationStep(step, tokens, logits, finished.copy())
+        yield GenerationStep(step, tokens, logits, finished.copy(),
+                             cache.nbytes if cache is not None else 0)
         if finished.all():
             return
         if cache is None:

@@ -1,0 +1,57 @@
+"""Where a runnable model comes from: a spec with seeded random weights, or a Hugging Face
+checkpoint directory. Shared by `tfcli run` and `tfcli generate`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tfcli.engine.model import check_memory
+from tfcli.engine.weights import Weights, init_weights
+from tfcli.errors import BadInputError
+from tfcli.spec import Spec
+from tfcli.spec_io import load_spec
+
+DTYPES = {"float32": np.float32, "float64": np.float64}
+
+
+@dataclass(frozen=True)
+class Model:
+    spec: Spec
+    weights: Weights
+    dtype: str
+    origin: str  # "random weights (seed 0)" or the checkpoint directory
+    weights_dir: str | None  # where a tokenizer.json may live
+
+
+def numpy_dtype(name: str) -> type:
+    if name not in DTYPES:
+        raise BadInputError(f"--dtype must be one of {', '.join(DTYPES)} (got {name!r})")
+    return DTYPES[name]
+
+
+def _checkpoint_dir(spec_arg: str, weights_dir: str | None) -> str | None:
+    if weights_dir is not None:
+        return weights_dir
+    path = Path(spec_arg)
+    return spec_arg if path.is_dir() and (path / "config.json").is_file() else None
+
+
+def load_model(spec_arg: str, *, weights_dir: str | None = None, layers: int | None = None,
+               dtype: str = "float32", seed: int = 0) -> Model:
+    """The spec (truncated to `layers` when given) with checkpoint or seeded random weights.
+    Refuses, with the figures, when the weights would not fit in memory."""
+    np_dtype = numpy_dtype(dtype)
+    checkpoint = _checkpoint_dir(spec_arg, weights_dir)
+    spec = load_spec(checkpoint if checkpoint and weights_dir is None else spec_arg)
+    if layers is not None:
+        spec = spec.with_layers(layers)
+    check_memory(spec, np_dtype)
+    if checkpoint is None:
+        return Model(spec, init_weights(spec, seed, np_dtype), dtype,
+                     f"random weights (seed {seed}, std {spec.init_std})", None)
+    from tfcli.checkpoints import load_weights  # safetensors only when a checkpoint is used
+
+    return Model(spec, load_weights(checkpoint, spec, dtype=np_dtype), dtype, checkpoint, checkpoint)

@@ -1,0 +1,224 @@
+"""`tfcli run`: one real forward pass — inputs, hidden-state norms, logits, loss, timing."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tfcli.analysis.model_source import Model
+from tfcli.engine.model import ForwardOutput, forward
+from tfcli.errors import BadInputError
+from tfcli.spec import Spec
+from tfcli.tokenizer import Tokenizer, get_tokenizer, parse_token_list
+
+Array = np.ndarray
+MLM_FRACTION = 0.15  # BERT's masking rate
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    tokens: Array  # (B, T) source / input ids
+    decoder_tokens: Array | None  # (B, T') encoder-decoder target ids
+    kind: str  # "text", "tokens" or "random"
+    tokenizer: Tokenizer | None
+
+
+@dataclass(frozen=True)
+class TopToken:
+    token: int
+    text: str
+    prob: float
+
+
+@dataclass(frozen=True)
+class RunResult:
+    spec_name: str
+    family: str
+    origin: str
+    dtype: str
+    input_kind: str
+    tokens: list[list[int]]
+    decoder_tokens: list[list[int]] | None
+    hidden_norms: list[list[float]]  # per sequence, per position (last stack's output)
+    encoder_norms: list[list[float]] | None
+    logits_shape: list[int] | None
+    logits_stats: dict[str, float] | None  # mean, std, min, max
+    top_next: list[list[TopToken]] | None  # per sequence: top-5 after the last position
+    loss: float | None
+    loss_kind: str | None
+    seconds: float
+    flops: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def gflops_per_s(self) -> float:
+        return self.flops / self.seconds / 1e9 if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec_name, "family": self.family, "weights": self.origin,
+            "dtype": self.dtype, "input": self.input_kind, "tokens": self.tokens,
+            "decoder_tokens": self.decoder_tokens, "hidden_norms": self.hidden_norms,
+            "encoder_norms": self.encoder_norms, "logits_shape": self.logits_shape,
+            "logits_stats": self.logits_stats,
+            "top_next": [[t.__dict__ for t in seq] for seq in self.top_next] if self.top_next else None,
+            "loss": self.loss, "loss_kind": self.loss_kind, "seconds": self.seconds,
+            "flops": self.flops, "gflops_per_s": self.gflops_per_s, "notes": self.notes,
+        }
+
+    def csv_rows(self) -> tuple[list[str], list[list[object]]]:
+        rows: list[list[object]] = []
+        for b, norms in enumerate(self.hidden_norms):
+            ids = (self.decoder_tokens or self.tokens)[b]
+            rows += [[b, t, ids[t], f"{n:.6g}"] for t, n in enumerate(norms)]
+        return ["sequence", "position", "token", "hidden_norm"], rows
+
+
+def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: str | None,
+                 batch: int, seq_len: int | None, seed: int, weights_dir: str | None) -> RunInputs:
+    """Token ids from --text, --tokens, or seeded random ids (--batch x --seq-len)."""
+    if text is not None and tokens is not None:
+        raise BadInputError("give either --text or --tokens, not both")
+    if target is not None and spec.family != "encoder-decoder":
+        raise BadInputError("--target is only for encoder-decoder specs (it is the decoder input)")
+    tokenizer = get_tokenizer(spec.vocab_size, weights_dir) if text is not None or target else None
+    if text is not None:
+        ids, kind = _encode(tokenizer, text, "--text"), "text"
+    elif tokens is not None:
+        ids, kind = parse_token_list(tokens, spec.vocab_size), "tokens"
+    else:
+        length = seq_len or min(spec.max_seq_len, 16)
+        rng = np.random.default_rng(seed)
+        return RunInputs(rng.integers(0, spec.vocab_size, (batch, length)),
+                         _random_target(spec, rng, batch, length), "random", None)
+    decoder = np.array([_encode(tokenizer, target, "--target")]) if target else None
+    return RunInputs(np.array([ids]), decoder, kind, tokenizer)
+
+
+def _encode(tokenizer: Tokenizer | None, text: str, option: str) -> list[int]:
+    ids = tokenizer.encode(text) if tokenizer else []
+    if not ids:
+        raise BadInputError(f"{option} is empty: nothing to run")
+    return ids
+
+
+def _random_target(spec: Spec, rng: np.random.Generator, batch: int, length: int) -> Array | None:
+    if spec.family != "encoder-decoder":
+        return None
+    return rng.integers(0, spec.vocab_size, (batch, length))
+
+
+def _check_length(spec: Spec, inputs: RunInputs) -> None:
+    longest = max(inputs.tokens.shape[1],
+                  0 if inputs.decoder_tokens is None else inputs.decoder_tokens.shape[1])
+    if spec.positions == "learned" and longest > spec.max_seq_len:
+        raise BadInputError(f"input of {longest} tokens exceeds max_seq_len {spec.max_seq_len} "
+                            f"of {spec.name} (learned positions)")
+
+
+def _mlm_masked(spec: Spec, tokens: Array, seed: int) -> tuple[Array, Array]:
+    """BERT-style: 15% of positions (at least one per sequence) replaced by a mask id."""
+    rng = np.random.default_rng(seed + 1)
+    chosen = rng.random(tokens.shape) < MLM_FRACTION  # (B, T)
+    chosen[np.arange(tokens.shape[0]), rng.integers(0, tokens.shape[1], tokens.shape[0])] = True
+    masked = np.where(chosen, spec.vocab_size - 1, tokens)  # the last id stands in for [MASK]
+    return masked, chosen
+
+
+def cross_entropy(logits: Array, targets: Array, where: Array | None = None) -> float:
+    """Mean -log softmax(logits)[target] over the positions in `where` (all when None)."""
+    logits64 = logits.astype(np.float64)  # (N, V): the loss in float64 to avoid cancellation
+    shifted = logits64 - logits64.max(axis=-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
+    return float(-(picked[where] if where is not None else picked).mean())
+
+
+def _loss(spec: Spec, model: Model, inputs: RunInputs, out: ForwardOutput,
+          seed: int) -> tuple[float | None, str | None]:
+    if out.logits is None:
+        return None, None
+    if spec.family == "encoder":
+        masked, chosen = _mlm_masked(spec, inputs.tokens, seed)
+        mlm = forward(spec, model.weights, masked)
+        if mlm.logits is None:
+            return None, None
+        return cross_entropy(mlm.logits, inputs.tokens, chosen), "masked-LM cross-entropy (15% masked)"
+    targets = inputs.decoder_tokens if spec.family == "encoder-decoder" else inputs.tokens
+    if targets is None or targets.shape[1] < 2:
+        return None, None
+    # Teacher forcing: position t predicts token t + 1.
+    return cross_entropy(out.logits[:, :-1], targets[:, 1:]), "next-token cross-entropy"
+
+
+def _top_next(logits: Array, tokenizer: Tokenizer | None, k: int = 5) -> list[list[TopToken]]:
+    last = logits[:, -1].astype(np.float64)  # (B, V)
+    probs = np.exp(last - last.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    top = np.argsort(-probs, axis=-1)[:, :k]  # (B, k)
+    return [[TopToken(int(t), tokenizer.token_text(int(t)) if tokenizer else str(int(t)),
+                      float(p[t])) for t in row] for row, p in zip(top, probs)]
+
+
+def _norms(hidden: Array) -> list[list[float]]:
+    return np.linalg.norm(hidden.astype(np.float64), axis=-1).tolist()  # (B, T)
+
+
+def _flops(spec: Spec, inputs: RunInputs) -> int:
+    from tfcli.analysis.trace import build_trace
+
+    batch, length = inputs.tokens.shape
+    tgt = inputs.decoder_tokens.shape[1] if inputs.decoder_tokens is not None else 1
+    if spec.family == "encoder-decoder":
+        return build_trace(spec, batch=batch, src_len=length, tgt_len=tgt).total_flops
+    return build_trace(spec, batch=batch, seq_len=length).total_flops
+
+
+def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0) -> tuple[RunResult, ForwardOutput]:
+    """Time one forward pass and summarise it."""
+    spec = model.spec
+    _check_length(spec, inputs)
+    start = time.perf_counter()
+    out = forward(spec, model.weights, inputs.tokens, decoder_tokens=inputs.decoder_tokens)
+    seconds = time.perf_counter() - start
+    loss, loss_kind = _loss(spec, model, inputs, out, seed)
+    logits = out.logits
+    result = RunResult(
+        spec_name=spec.name, family=spec.family, origin=model.origin, dtype=model.dtype,
+        input_kind=inputs.kind, tokens=inputs.tokens.tolist(),
+        decoder_tokens=None if inputs.decoder_tokens is None else inputs.decoder_tokens.tolist(),
+        hidden_norms=_norms(out.hidden),
+        encoder_norms=None if out.encoder_hidden is None else _norms(out.encoder_hidden),
+        logits_shape=None if logits is None else list(logits.shape),
+        logits_stats=None if logits is None else {
+            "mean": float(logits.mean()), "std": float(logits.std()),
+            "min": float(logits.min()), "max": float(logits.max())},
+        top_next=None if logits is None or spec.family == "encoder" else _top_next(logits, inputs.tokenizer),
+        loss=loss, loss_kind=loss_kind, seconds=seconds, flops=_flops(spec, inputs),
+    )
+    return result, out
+
+
+def save_npz(path: str, inputs: RunInputs, out: ForwardOutput) -> None:
+    """Write the outputs atomically: a temp file in the same folder, then a rename."""
+    arrays = {"tokens": inputs.tokens, "hidden": out.hidden}
+    optional = {"decoder_tokens": inputs.decoder_tokens, "logits": out.logits,
+                "encoder_hidden": out.encoder_hidden, "pooled": out.pooled}
+    arrays |= {k: v for k, v in optional.items() if v is not None}
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise BadInputError(f"--save-npz: folder {target.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".npz.tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **arrays)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,61 @@
+"""Rich rendering of `tfcli generate`: the live token stream and the summary table."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tfcli.analysis.generation import GenerateResult, Timed
+from tfcli.render.units import human_bytes
+
+
+def render_stream(prompt: str, new_text: str) -> Text:
+    """What rich Live shows while tokens arrive: the prompt dim, the continuation bold."""
+    text = Text(prompt, style="dim")
+    text.append(new_text, style="bold")
+    return text
+
+
+def _timing_rows(table: Table, label: str, run: Timed) -> None:
+    table.add_row(f"{label}: prefill", f"{run.prefill_seconds * 1000:.1f} ms (to the first new token)")
+    table.add_row(f"{label}: decode", f"{run.decode_tokens_per_s:.1f} tokens/s "
+                  f"({len(run.tokens) - 1} steps in {run.decode_seconds * 1000:.1f} ms)")
+
+
+def _kv_row(table: Table, result: GenerateResult) -> None:
+    allocated = result.cached.cache_bytes if result.cached else 0
+    formula = result.kv_formula_bytes
+    if result.cached is None:
+        table.add_row("KV cache", f"none (--no-cache); formula would give {human_bytes(formula)}")
+        return
+    mark = Text("equal", style="green") if allocated == formula else Text("DIFFER", style="red bold")
+    table.add_row("KV cache", Text.assemble(f"formula {formula:,} B, allocated {allocated:,} B "
+                                            f"({human_bytes(allocated)}) ", mark))
+
+
+def render_generate(result: GenerateResult) -> RenderableType:
+    table = Table(title="generation", title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("value")
+    table.add_row("spec", f"{result.spec_name} ({result.dtype}, {result.origin})")
+    table.add_row("prompt tokens", str(len(result.prompt_tokens)))
+    table.add_row("new tokens", f"{len(result.new_tokens)}: {result.new_tokens[:24]}"
+                  + (" …" if len(result.new_tokens) > 24 else ""))
+    if result.cached:
+        _timing_rows(table, "cached", result.cached)
+    if result.uncached:
+        _timing_rows(table, "no cache", result.uncached)
+    _kv_row(table, result)
+    if result.speedup is not None:
+        table.add_row("speed-up", f"{result.speedup:.2f}x cached vs recomputing the prefix")
+    if result.check is not None:
+        c = result.check
+        verdict = Text("OK", style="green bold") if c.ok else Text("FAILED", style="red bold")
+        table.add_row("cache check", Text.assemble(
+            verdict, f"  tokens {'identical' if c.identical_tokens else 'DIFFER'}, "
+            f"max |Δlogit| {c.max_abs_logit_diff:.2e} (tolerance {c.tolerance:.0e})"))
+    parts: list[RenderableType] = [table]
+    if result.text is not None:
+        parts.insert(0, Text(result.text))
+    return Group(*parts)

@@ -1,0 +1,71 @@
+"""Rich rendering of `tfcli run`."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tfcli.analysis.run import RunResult
+from tfcli.render.units import human_flops
+
+MAX_SHOWN = 24  # positions shown per sequence before eliding the middle
+
+
+def _norm_list(norms: list[float]) -> str:
+    shown = [f"{n:.4g}" for n in norms]
+    if len(shown) > MAX_SHOWN:
+        shown = shown[:16] + [f"… {len(shown) - 24} more …"] + shown[-8:]
+    return "[" + ", ".join(shown) + "]"
+
+
+def _norms_table(title: str, norms: list[list[float]]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=True)
+    table.add_column("seq", justify="right")
+    table.add_column("positions", justify="right")
+    table.add_column("norm per position")
+    for b, row in enumerate(norms):
+        table.add_row(str(b), str(len(row)), _norm_list(row))
+    return table
+
+
+def _top_table(result: RunResult) -> Table:
+    table = Table(title="top-5 next tokens (after the last position)", title_justify="left")
+    table.add_column("seq", justify="right")
+    for rank in range(1, 6):
+        table.add_column(f"#{rank}")
+    for b, tops in enumerate(result.top_next or []):
+        table.add_row(str(b), *[f"{t.text!r} ({t.token}) {t.prob:.3f}" for t in tops])
+    return table
+
+
+def _summary(result: RunResult) -> Table:
+    table = Table(show_header=False, title="forward pass", title_justify="left")
+    table.add_column("what")
+    table.add_column("value")
+    table.add_row("spec", f"{result.spec_name} ({result.family})")
+    table.add_row("weights", result.origin)
+    table.add_row("input", f"{result.input_kind}: batch {len(result.tokens)} × {len(result.tokens[0])} tokens"
+                  + (f", target {len(result.decoder_tokens[0])} tokens" if result.decoder_tokens else ""))
+    if result.logits_shape and result.logits_stats:
+        s = result.logits_stats
+        table.add_row("logits", f"shape {tuple(result.logits_shape)}  mean {s['mean']:.4f}  "
+                      f"std {s['std']:.4f}  min {s['min']:.3f}  max {s['max']:.3f}")
+    if result.loss is not None:
+        table.add_row("loss", f"{result.loss:.4f}  ({result.loss_kind})")
+    table.add_row("time", f"{result.seconds * 1000:.1f} ms ({result.dtype})")
+    table.add_row("compute", f"{human_flops(result.flops)} → {result.gflops_per_s:.1f} GFLOP/s")
+    return table
+
+
+def render_run(result: RunResult) -> RenderableType:
+    parts: list[RenderableType] = [_summary(result)]
+    if result.encoder_norms is not None:
+        parts.append(_norms_table("encoder output norms", result.encoder_norms))
+    stack = "decoder" if result.family != "encoder" else "encoder"
+    parts.append(_norms_table(f"{stack} output norms (last stack, after its final norm)",
+                              result.hidden_norms))
+    if result.top_next:
+        parts.append(_top_table(result))
+    parts += [Text(f"note: {n}", style="dim") for n in result.notes]
+    return Group(*parts)
