@@ -1,0 +1,107 @@
+"""`tfcli run` through the CLI: inputs, outputs, loss, npz, errors."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from tfcli.analysis.run import cross_entropy
+
+
+def run_json(invoke, *args: str) -> dict:
+    result = invoke("run", *args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_text_input_is_utf8_bytes(invoke) -> None:
+    data = run_json(invoke, "lesson-tiny", "--text", "hé")
+    assert data["tokens"] == [[104, 195, 169]]
+    assert len(data["hidden_norms"][0]) == 3
+    assert data["logits_shape"] == [1, 3, 256]
+    assert len(data["top_next"][0]) == 5
+    assert data["loss_kind"] == "next-token cross-entropy"
+    assert data["flops"] > 0 and data["seconds"] > 0
+
+
+def test_random_tokens_are_seeded(invoke) -> None:
+    a = run_json(invoke, "lesson-tiny", "--batch", "2", "--seq-len", "7", "--seed", "3")
+    b = run_json(invoke, "lesson-tiny", "--batch", "2", "--seq-len", "7", "--seed", "3")
+    assert a["tokens"] == b["tokens"] and a["hidden_norms"] == b["hidden_norms"]
+    assert np.array(a["tokens"]).shape == (2, 7)
+
+
+def test_random_weights_loss_is_near_uniform(invoke) -> None:
+    # Tiny init std -> nearly uniform logits -> loss close to log(V).
+    data = run_json(invoke, "gpt2", "--layers", "1", "--seq-len", "8")
+    assert abs(data["loss"] - math.log(50257)) < 0.5
+
+
+def test_encoder_decoder_with_target(invoke) -> None:
+    data = run_json(invoke, "t5-small", "--layers", "1", "--text", "abc", "--target", "xy")
+    assert data["tokens"] == [[97, 98, 99]] and data["decoder_tokens"] == [[120, 121]]
+    assert len(data["encoder_norms"][0]) == 3 and len(data["hidden_norms"][0]) == 2
+
+
+def test_bert_pooler_no_head_no_loss(invoke) -> None:
+    data = run_json(invoke, "bert-base", "--layers", "1", "--tokens", "101,2000,102")
+    assert data["loss"] is None and data["logits_shape"] is None
+
+
+def test_encoder_with_head_reports_mlm_loss(invoke, write_spec) -> None:
+    spec = write_spec("name: enc\nfamily: encoder\nvocab_size: 300\nmax_seq_len: 32\n"
+                      "d_model: 16\nn_heads: 2\nn_layers: 1\nd_ff: 32\nnorm_placement: post\n")
+    data = run_json(invoke, str(spec), "--seq-len", "20")
+    assert data["loss_kind"].startswith("masked-LM")
+
+
+def test_save_npz(invoke, tmp_path: Path) -> None:
+    out = tmp_path / "out.npz"
+    result = invoke("run", "lesson-tiny", "--tokens", "1,2,3", "--save-npz", str(out))
+    assert result.exit_code == 0, result.output
+    arrays = np.load(out)
+    assert arrays["hidden"].shape == (1, 3, 16) and arrays["logits"].shape == (1, 3, 256)
+    assert list(tmp_path.iterdir()) == [out]  # no temp file left behind
+
+
+def test_table_output(invoke) -> None:
+    result = invoke("run", "lesson-tiny", "--text", "hi")
+    assert result.exit_code == 0
+    for text in ("norm per position", "top-5", "GFLOP/s", "loss"):
+        assert text in result.stdout
+
+
+def test_errors(invoke, tmp_path: Path) -> None:
+    cases = [
+        (["lesson-tiny", "--tokens", "1,999"], "outside the vocabulary"),
+        (["lesson-tiny", "--tokens", "a,b"], "comma-separated integers"),
+        (["lesson-tiny", "--text", ""], "empty"),
+        (["lesson-tiny", "--text", "a", "--tokens", "1"], "either --text or --tokens"),
+        (["gpt2", "--layers", "1", "--seq-len", "2000"], "exceeds max_seq_len"),
+        (["lesson-tiny", "--target", "x"], "only for encoder-decoder"),
+        (["lesson-tiny", "--dtype", "float16"], "--dtype"),
+        (["lesson-tiny", "--save-npz", str(tmp_path / "no" / "x.npz")], "does not exist"),
+    ]
+    for args, expected in cases:
+        result = invoke("run", *args)
+        assert result.exit_code == 2, (args, result.output)
+        assert expected in result.stderr, (args, result.stderr)
+        assert "Traceback" not in result.output
+
+
+def test_memory_guard_refuses_with_figures(invoke) -> None:
+    result = invoke("run", "mixtral-8x7b", "--dtype", "float64")
+    assert result.exit_code == 2
+    assert "needs" in result.stderr and "GB" in result.stderr and "--layers" in result.stderr
+
+
+def test_cross_entropy_matches_a_direct_formula() -> None:
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 5, 11))
+    targets = rng.integers(0, 11, (2, 5))
+    probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
+    expected = -np.log(np.take_along_axis(probs, targets[..., None], -1)).mean()
+    assert math.isclose(cross_entropy(logits, targets), expected, rel_tol=1e-12)
