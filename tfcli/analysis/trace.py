@@ -1,0 +1,397 @@
+"""Analytic per-op trace of one forward pass: shapes, owned parameters, FLOPs, activation bytes.
+
+Never allocates a weight or an activation: a llama-2-70b trace is a few thousand small tuples.
+Rows follow the Observer table of docs/CONTRACT.md (same paths, ops and order), which is what
+tfcli.analysis.trace_check.execute_check verifies against a real forward pass.
+
+Entry points for `tfcli trace`:
+    report = build_trace(spec, batch=..., seq_len=..., src_len=..., tgt_len=..., dtype=...)
+    report = report.at_depth(depth)   # to_dict() / csv_rows() then fold to that depth
+    tfcli.render.trace.render_trace(report)
+
+Parameters are attributed from tfcli.analysis.params.components, so the rows sum to
+total_parameters(spec). The T5 relative-bias table of each stack is owned by the `scores` op of
+that stack's first block; a table shared by source and target (token, position) is owned by
+the first `embed` rows (the encoder's).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tfcli.analysis.params import DTYPE_BYTES, components
+from tfcli.errors import BadInputError
+from tfcli.spec import Spec
+
+Shape = tuple[int, ...]
+
+DEFAULT_SEQ_LEN = 128  # default length: min(spec.max_seq_len, 128), small enough to --execute
+DEPTHS = (1, 2, 3)  # 1: per block, 2: per sublayer, 3: per op
+ACTIVATION_DTYPES = ("float32", "bfloat16", "float16")
+
+# FLOPs per output element of elementwise ops: small stated constants (see convention_text).
+ADD_FLOPS = 1  # residual add, position / token-type add, bias add
+NORM_FLOPS = 5  # statistics, normalise, scale, shift (one figure for every norm kind)
+SOFTMAX_FLOPS = 3  # exp, sum, divide (Hoffmann et al. 2022, Appendix F)
+ACTIVATION_FLOPS = 4  # one nonlinearity; a gated FFN adds 1 for the gate product
+
+
+@dataclass(frozen=True)
+class TraceRow:
+    """One op (or, folded, a group of consecutive ops) of the forward pass."""
+
+    path: str  # e.g. "decoder.3.attn"
+    op: str  # e.g. "q_proj"; a folded row says "12 ops"
+    inputs: tuple[Shape, ...]
+    output: Shape
+    params: int  # parameters the op owns
+    flops: int
+    act_bytes: int  # output elements x dtype bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path, "op": self.op, "inputs": [list(s) for s in self.inputs],
+            "output": list(self.output), "params": self.params, "flops": self.flops,
+            "act_bytes": self.act_bytes,
+        }
+
+
+@dataclass(frozen=True)
+class TraceReport:
+    """The analytic trace of one forward pass; `depth` only selects what to_dict/csv_rows show."""
+
+    spec_name: str
+    family: str
+    batch: int
+    seq_len: int  # sequence length (encoder-decoder: the default of src_len and tgt_len)
+    src_len: int | None  # encoder-decoder only
+    tgt_len: int | None  # encoder-decoder only
+    dtype: str  # activation dtype for act_bytes
+    rows: tuple[TraceRow, ...]  # every op, in forward order
+    convention: str  # how FLOPs and bytes are counted, for display
+    tokens: int  # tokens processed: batch x seq_len, or batch x (src_len + tgt_len)
+    depth: int = 3
+
+    @property
+    def total_params(self) -> int:
+        return sum(r.params for r in self.rows)
+
+    @property
+    def total_flops(self) -> int:
+        return sum(r.flops for r in self.rows)
+
+    @property
+    def total_act_bytes(self) -> int:
+        return sum(r.act_bytes for r in self.rows)
+
+    @property
+    def flops_per_token(self) -> float:
+        """Forward FLOPs per processed token (total / tokens)."""
+        return self.total_flops / self.tokens
+
+    def fold(self, depth: int) -> list[TraceRow]:
+        """Rows merged per block (1), per sublayer (2) or not at all (3); totals unchanged."""
+        return fold_rows(self.rows, depth)
+
+    def at_depth(self, depth: int) -> TraceReport:
+        """The same report with to_dict() and csv_rows() folded to `depth`."""
+        _check_depth(depth)
+        return replace(self, depth=depth)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spec": self.spec_name, "family": self.family, "batch": self.batch,
+            "seq_len": self.seq_len, "src_len": self.src_len, "tgt_len": self.tgt_len,
+            "dtype": self.dtype, "depth": self.depth,
+            "rows": [r.to_dict() for r in self.fold(self.depth)],
+            "total_params": self.total_params, "total_flops": self.total_flops,
+            "total_act_bytes": self.total_act_bytes, "tokens": self.tokens,
+            "flops_per_token": self.flops_per_token, "convention": self.convention,
+        }
+
+    def csv_rows(self) -> tuple[list[str], list[list[object]]]:
+        """Header and one line per (folded) row; shapes as 1x128x768, inputs joined by ';'."""
+        header = ["path", "op", "inputs", "output", "params", "flops", "act_bytes"]
+        rows: list[list[object]] = [
+            [r.path, r.op, ";".join(map(_shape_csv, r.inputs)), _shape_csv(r.output),
+             r.params, r.flops, r.act_bytes]
+            for r in self.fold(self.depth)
+        ]
+        return header, rows
+
+
+def _shape_csv(shape: Shape) -> str:
+    return "x".join(str(n) for n in shape)
+
+
+# --- folding -----------------------------------------------------------------------------------
+
+
+def _check_depth(depth: int) -> None:
+    if depth not in DEPTHS:
+        raise BadInputError(f"--depth must be 1, 2 or 3 (block, sublayer, op), got {depth}")
+
+
+def fold_key(path: str, depth: int) -> str:
+    """'decoder.3.attn' -> 'decoder.3' at depth 1; other paths ('embed', 'head') stay whole."""
+    parts = path.split(".")
+    if depth == 1 and len(parts) > 2 and parts[1].isdigit():
+        return ".".join(parts[:2])
+    return path
+
+
+def fold_rows(rows: tuple[TraceRow, ...] | list[TraceRow], depth: int) -> list[TraceRow]:
+    """Merge each run of consecutive rows that share a fold key into one row."""
+    _check_depth(depth)
+    if depth == 3:
+        return list(rows)
+    groups: list[tuple[str, list[TraceRow]]] = []
+    for row in rows:
+        key = fold_key(row.path, depth)
+        if groups and groups[-1][0] == key:
+            groups[-1][1].append(row)
+        else:
+            groups.append((key, [row]))
+    return [_merge(key, group) for key, group in groups]
+
+
+def _merge(path: str, rows: list[TraceRow]) -> TraceRow:
+    if len(rows) == 1:
+        return replace(rows[0], path=path)
+    return TraceRow(
+        path, f"{len(rows)} ops", rows[0].inputs, rows[-1].output,
+        sum(r.params for r in rows), sum(r.flops for r in rows), sum(r.act_bytes for r in rows),
+    )
+
+
+# --- FLOPs of the building blocks ---------------------------------------------------------------
+
+
+def _linear_flops(tokens: int, n_in: int, n_out: int, bias: bool) -> int:
+    """x (tokens, n_in) @ W (n_in, n_out) [+ b]: 2 FLOPs per multiply-add, 1 per bias add."""
+    return tokens * (2 * n_in * n_out + (ADD_FLOPS * n_out if bias else 0))
+
+
+def _activation_flops(spec: Spec) -> int:
+    """Per hidden element: the nonlinearity, plus the gate product when gated."""
+    return ACTIVATION_FLOPS + (1 if spec.gated else 0)
+
+
+def _dense_ffn_token_flops(spec: Spec) -> int:
+    """One token through one dense FFN (up, gate, activation, down)."""
+    d, f, bias = spec.d_model, spec.d_ff, bool(spec.ffn_bias)
+    up = _linear_flops(1, d, f, bias) * (2 if spec.gated else 1)
+    return up + _activation_flops(spec) * f + _linear_flops(1, f, d, bias)
+
+
+def convention_text(spec: Spec, dtype: str) -> str:
+    """How the trace counts; shown under the table and carried in JSON."""
+    encoder_decoder = spec.family == "encoder-decoder"
+    per_token = "batch x (src_len + tgt_len)" if encoder_decoder else "batch x seq_len"
+    k = spec.experts_per_token
+    moe = f" MoE experts: only the {k} routed experts per token." if spec.n_experts else ""
+    return (
+        "FLOPs: 2 per multiply-add (x @ W with W (m, n): 2mn per token); attention scores (QK^T) "
+        "and weighted sum (PV) counted for every query-key pair: causal masking is NOT halved. "
+        f"Elementwise, per output element: residual/position/token-type/bias add {ADD_FLOPS}, "
+        f"norm {NORM_FLOPS}, softmax {SOFTMAX_FLOPS}, activation {ACTIVATION_FLOPS} (+1 for a "
+        "gated product). Not counted: embedding lookups, score scaling, masks, RoPE rotation, "
+        f"relative-bias add, routing top-k, tied-head rescale.{moe} Per token: total / "
+        f"({per_token}). Activation bytes: output elements x {DTYPE_BYTES[dtype]:g} bytes "
+        f"({dtype}), summed over ops (not peak memory)."
+    )
+
+
+# --- the trace builder --------------------------------------------------------------------------
+
+
+class _Tracer:
+    """Accumulates rows in forward order; parameter ownership comes from params.components."""
+
+    def __init__(self, spec: Spec, batch: int, dtype: str) -> None:
+        self.spec, self.batch = spec, batch
+        self.element_bytes = DTYPE_BYTES[dtype]
+        self.rows: list[TraceRow] = []
+        self._counts = [(c.name, c.count) for c in components(spec)]
+
+    def owned(self, prefix: str, blocks: int = 1) -> int:
+        """Parameters of the components named `prefix` or `prefix.*`, per block of `blocks`."""
+        dotted = prefix + "."
+        total = sum(n for name, n in self._counts if name == prefix or name.startswith(dotted))
+        return total // blocks
+
+    def add(self, path: str, op: str, inputs: list[Shape], output: Shape,
+            params: int = 0, flops: int = 0) -> None:
+        act_bytes = math.ceil(math.prod(output) * self.element_bytes)
+        self.rows.append(TraceRow(path, op, tuple(inputs), output, params, flops, act_bytes))
+
+    def embed(self, length: int, owns_tables: bool) -> None:
+        s, x = self.spec, (self.batch, length, self.spec.d_model)
+        def own(prefix: str) -> int:
+            return self.owned(prefix) if owns_tables else 0
+        self.add("embed", "token_embedding", [x[:2]], x, own("embed.token"))
+        add, norm = ADD_FLOPS * math.prod(x), NORM_FLOPS * math.prod(x)
+        if s.positions in ("learned", "sinusoidal"):
+            table = (length, s.d_model)  # rows of the learned table, or the sinusoids
+            self.add("embed", "position_embedding", [x, table], x, own("embed.position"), add)
+        if s.type_vocab_size:
+            self.add("embed", "token_type_embedding", [x, x[:2]], x, own("embed.token_type"), add)
+        if s.embedding_norm:
+            self.add("embed", "embedding_norm", [x], x, own("embed.norm"), norm)
+
+    def stack(self, stack: str, length: int, memory_len: int | None) -> None:
+        """Every block of `stack` (with cross-attention over memory_len source positions)."""
+        s = self.spec
+        layers = s.encoder_layers if stack == "encoder" else s.decoder_layers
+        w = f"{stack}.block"
+        for i in range(layers):
+            rel_bias = self.owned(f"{stack}.relative_bias") if i == 0 else 0
+            self.attention(f"{stack}.{i}.attn", f"{w}.attn", f"{w}.attn_norm", layers,
+                           length, length, rel_bias)
+            if memory_len is not None:
+                self.attention(f"{stack}.{i}.cross_attn", f"{w}.cross_attn", f"{w}.cross_norm",
+                               layers, length, memory_len, 0)
+            self.ffn(f"{stack}.{i}.ffn", w, layers, length)
+        if s.final_norm:
+            x = (self.batch, length, s.d_model)
+            norm_params = self.owned(f"{stack}.final_norm")
+            self.add(f"{stack}.final_norm", "norm", [x], x, norm_params, NORM_FLOPS * math.prod(x))
+
+    def norm(self, path: str, prefix: str, layers: int, length: int, placement: str) -> None:
+        s = self.spec
+        if s.norm_placement == placement and s.norm != "none":
+            x = (self.batch, length, s.d_model)
+            self.add(path, "norm", [x], x, self.owned(prefix, layers), NORM_FLOPS * math.prod(x))
+
+    def residual(self, path: str, norm: str, layers: int, length: int) -> None:
+        x = (self.batch, length, self.spec.d_model)
+        self.add(path, "residual_add", [x, x], x, 0, ADD_FLOPS * math.prod(x))
+        self.norm(path, norm, layers, length, "post")
+
+    def attention(self, path: str, w: str, norm: str, layers: int, length: int, keys: int,
+                  score_params: int) -> None:
+        """One attention sublayer: queries over `length` positions, keys over `keys`."""
+        s, B, T, S = self.spec, self.batch, length, keys
+        H, Hkv, dh, d = s.n_heads, s.kv_heads, s.head_dim, s.d_model
+        x, memory = (B, T, d), (B, S, d)
+        q, kv, scores = (B, H, T, dh), (B, Hkv, S, dh), (B, H, T, S)
+
+        def project(op: str, name: str, inp: Shape, out: Shape, tokens: int, n_in: int,
+                    n_out: int) -> None:
+            flops = _linear_flops(tokens, n_in, n_out, bool(s.attention_bias))
+            self.add(path, op, [inp], out, self.owned(f"{w}.{name}", layers), flops)
+
+        self.norm(path, norm, layers, T, "pre")
+        project("q_proj", "q", x, q, B * T, d, H * dh)
+        project("k_proj", "k", memory, kv, B * S, d, Hkv * dh)
+        project("v_proj", "v", memory, kv, B * S, d, Hkv * dh)
+        pair_flops = 2 * B * H * T * S * dh  # every (query, key) pair: one dh-long dot product
+        self.add(path, "scores", [q, kv], scores, score_params, pair_flops)
+        self.add(path, "softmax", [scores], scores, 0, SOFTMAX_FLOPS * math.prod(scores))
+        self.add(path, "weighted_sum", [scores, kv], q, 0, pair_flops)
+        project("out_proj", "o", q, x, B * T, H * dh, d)  # heads merged: (B, T, H*dh) @ wo
+        self.residual(path, norm, layers, T)
+
+    def ffn(self, path: str, w: str, layers: int, length: int) -> None:
+        self.norm(path, f"{w}.ffn_norm", layers, length, "pre")
+        if self.spec.n_experts:
+            self.moe(path, w, layers, length)
+        else:
+            self.dense_ffn(path, f"{w}.ffn", layers, length)
+        self.residual(path, f"{w}.ffn_norm", layers, length)
+
+    def dense_ffn(self, path: str, w: str, layers: int, length: int) -> None:
+        s, tokens = self.spec, self.batch * length
+        x, h, bias = (self.batch, length, s.d_model), (self.batch, length, s.d_ff), bool(s.ffn_bias)
+        up = _linear_flops(tokens, s.d_model, s.d_ff, bias)
+        self.add(path, "ffn_up", [x], h, self.owned(f"{w}.up", layers), up)
+        if s.gated:
+            self.add(path, "ffn_gate", [x], h, self.owned(f"{w}.gate", layers), up)
+        inputs = [h, h] if s.gated else [h]
+        self.add(path, "activation", inputs, h, 0, _activation_flops(s) * math.prod(h))
+        down = _linear_flops(tokens, s.d_ff, s.d_model, bias)
+        self.add(path, "ffn_down", [h], x, self.owned(f"{w}.down", layers), down)
+
+    def moe(self, path: str, w: str, layers: int, length: int) -> None:
+        s, tokens = self.spec, self.batch * length
+        x, routed = (self.batch, length, s.d_model), (self.batch, length, s.n_experts)
+        router = _linear_flops(tokens, s.d_model, s.n_experts, False)
+        self.add(path, "router", [x], routed, self.owned(f"{w}.router", layers), router)
+        experts = tokens * s.experts_per_token * _dense_ffn_token_flops(s)
+        self.add(path, "experts", [x, routed], x, self.owned(f"{w}.experts", layers), experts)
+
+    def head(self, length: int) -> None:
+        s, B, d = self.spec, self.batch, self.spec.d_model
+        x = (B, length, d)
+        if s.lm_head:  # a tied head owns nothing: its table belongs to token_embedding
+            logits = (B, length, s.vocab_size)
+            flops = _linear_flops(B * length, d, s.vocab_size, False)
+            self.add("head", "logits", [x], logits, self.owned("lm_head"), flops)
+        if s.pooler:  # tanh(W h[:, 0] + b): the first token of each sequence only
+            pooler = _linear_flops(B, d, d, True) + ACTIVATION_FLOPS * B * d
+            self.add("head", "pooler", [x], (B, d), self.owned("pooler"), pooler)
+
+
+# --- entry point --------------------------------------------------------------------------------
+
+
+def _resolve_lengths(spec: Spec, seq_len: int | None, src_len: int | None,
+                     tgt_len: int | None) -> tuple[int, int | None, int | None]:
+    seq = min(spec.max_seq_len, DEFAULT_SEQ_LEN) if seq_len is None else seq_len
+    if spec.family != "encoder-decoder":
+        if src_len is not None or tgt_len is not None:
+            raise BadInputError(f"--src-len/--tgt-len apply to encoder-decoder specs; "
+                                f"{spec.name} is a {spec.family}: use --seq-len")
+        return seq, None, None
+    return seq, seq if src_len is None else src_len, seq if tgt_len is None else tgt_len
+
+
+def _check_inputs(spec: Spec, batch: int, lengths: dict[str, int | None], dtype: str) -> None:
+    if dtype not in ACTIVATION_DTYPES:
+        raise BadInputError(f"--dtype must be one of {', '.join(ACTIVATION_DTYPES)}, got {dtype!r}")
+    for option, value in {"--batch": batch, **lengths}.items():
+        if value is not None and value < 1:
+            raise BadInputError(f"{option} must be at least 1, got {value}")
+        if option != "--batch" and value is not None and spec.positions == "learned" \
+                and value > spec.max_seq_len:
+            raise BadInputError(f"{option} {value} exceeds max_seq_len {spec.max_seq_len} of "
+                                f"{spec.name} (learned positions have no row past it)")
+
+
+def _trace_forward(tracer: _Tracer, spec: Spec, seq: int, src: int | None,
+                   tgt: int | None) -> int:
+    """Add every row in the engine's order; returns the tokens per sequence processed."""
+    if src is None or tgt is None:
+        tracer.embed(seq, owns_tables=True)
+        tracer.stack("encoder" if spec.family == "encoder" else "decoder", seq, None)
+        tracer.head(seq)
+        return seq
+    tracer.embed(src, owns_tables=True)  # encoder-decoder: source first, then target
+    tracer.stack("encoder", src, None)
+    tracer.embed(tgt, owns_tables=False)
+    tracer.stack("decoder", tgt, memory_len=src)
+    tracer.head(tgt)
+    return src + tgt
+
+
+def build_trace(spec: Spec, *, batch: int = 1, seq_len: int | None = None,
+                src_len: int | None = None, tgt_len: int | None = None,
+                dtype: str = "float32") -> TraceReport:
+    """The analytic trace of one forward pass of `batch` sequences.
+
+    seq_len defaults to min(spec.max_seq_len, 128); for encoder-decoder, src_len (encoder) and
+    tgt_len (decoder) default to seq_len. BadInputError for a length past max_seq_len with
+    learned positions, a non-positive size, or an unknown dtype.
+    """
+    seq, src, tgt = _resolve_lengths(spec, seq_len, src_len, tgt_len)
+    given = {"--seq-len": seq, "--src-len": src, "--tgt-len": tgt}
+    _check_inputs(spec, batch, given, dtype)
+    tracer = _Tracer(spec, batch, dtype)
+    tokens = batch * _trace_forward(tracer, spec, seq, src, tgt)
+    return TraceReport(
+        spec_name=spec.name, family=spec.family, batch=batch, seq_len=seq, src_len=src,
+        tgt_len=tgt, dtype=dtype, rows=tuple(tracer.rows),
+        convention=convention_text(spec, dtype), tokens=tokens,
+    )

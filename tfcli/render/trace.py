@@ -1,0 +1,88 @@
+"""Rich rendering of `tfcli trace`: the per-op table and the --execute shape check."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tfcli.analysis.trace import Shape, TraceReport, TraceRow
+from tfcli.analysis.trace_check import ExecuteCheck
+from tfcli.render.units import human_bytes, human_flops
+
+_DEPTH_NAMES = {1: "per block", 2: "per sublayer", 3: "per op"}
+
+
+def _shape(shape: Shape | None) -> str:
+    return "" if shape is None else "×".join(str(n) for n in shape)
+
+
+def _lengths(report: TraceReport) -> str:
+    if report.src_len is not None:
+        return f"src_len {report.src_len}, tgt_len {report.tgt_len}"
+    return f"seq_len {report.seq_len}"
+
+
+def _title(report: TraceReport, depth: int) -> str:
+    return (f"{report.spec_name} — forward trace, batch {report.batch}, {_lengths(report)}, "
+            f"{report.dtype}, {_DEPTH_NAMES[depth]}")
+
+
+def _add_row(table: Table, row: TraceRow) -> None:
+    table.add_row(
+        row.path, row.op, ", ".join(_shape(s) for s in row.inputs), _shape(row.output),
+        f"{row.params:,}" if row.params else "", human_flops(row.flops), human_bytes(row.act_bytes),
+    )
+
+
+def _table(report: TraceReport, depth: int) -> Table:
+    table = Table(title=_title(report, depth), title_justify="left")
+    for column in ("path", "op", "inputs", "output"):
+        table.add_column(column, overflow="fold")
+    for column in ("params", "FLOPs", "act bytes"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for row in report.fold(depth):
+        _add_row(table, row)
+    table.add_section()
+    table.add_row(
+        Text("total", style="bold"), "", "", "", Text(f"{report.total_params:,}", style="bold"),
+        Text(human_flops(report.total_flops), style="bold"),
+        Text(human_bytes(report.total_act_bytes), style="bold"),
+    )
+    return table
+
+
+def render_trace(report: TraceReport, depth: int | None = None) -> RenderableType:
+    """The trace table folded to `depth` (default: the report's), totals, per-token FLOPs and
+    the counting convention."""
+    depth = report.depth if depth is None else depth
+    per_token = (f"forward FLOPs per token: {human_flops(report.flops_per_token)} "
+                 f"({report.total_flops:,} FLOPs / {report.tokens:,} tokens)")
+    return Group(
+        _table(report, depth),
+        Text(per_token, style="bold"),
+        Text(f"convention: {report.convention}", style="dim"),
+    )
+
+
+def _summary(check: ExecuteCheck) -> Text:
+    ran = f"{check.layers} of {check.spec_layers} blocks per stack"
+    ran += " (truncated)" if check.truncated else ""
+    status = "shapes match" if check.ok else "MISMATCH"
+    return Text(
+        f"execute check: {status} — {check.matches}/{check.expected} analytic ops matched, "
+        f"{check.observed} observed; ran {ran}, seed {check.seed}",
+        style="bold green" if check.ok else "bold red",
+    )
+
+
+def render_execute_check(check: ExecuteCheck) -> RenderableType:
+    """One summary line, plus a table of the mismatches when there are any."""
+    if not check.mismatches:
+        return _summary(check)
+    table = Table(title="mismatches (analytic vs observed)", title_justify="left")
+    for column in ("kind", "index", "path", "op", "expected", "observed"):
+        table.add_column(column, overflow="fold")
+    for m in check.mismatches:
+        table.add_row(m.kind, str(m.index), m.path, m.op, _shape(m.expected), _shape(m.observed))
+    return Group(_summary(check), table)
