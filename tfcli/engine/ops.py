@@ -143,7 +143,7 @@ def gelu_tanh(x: Array) -> Array:
 
 def silu(x: Array) -> Array:
     """x * sigmoid(x), written as x / (1 + exp(-x)) so large |x| neither overflows nor NaNs."""
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", under="ignore"):
         out = np.exp(-x)
     out += 1.0
     np.divide(x, out, out=out)

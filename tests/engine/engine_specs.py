@@ -1,0 +1,36 @@
+"""Small specs for engine tests: every architectural switch, at sizes that run in milliseconds.
+
+Imported by the test modules as `engine_specs` (pytest puts this folder on sys.path).
+"""
+
+from __future__ import annotations
+
+from tfcli.spec import Spec
+
+BASE = dict(name="tiny", family="decoder", vocab_size=61, max_seq_len=48, d_model=32,
+            n_heads=4, d_ff=48, n_layers=2)
+
+# name -> overrides of BASE; one entry per feature the engine must run.
+VARIANTS: dict[str, dict[str, object]] = {
+    "gpt": {"activation": "gelu_tanh"},
+    "llama_gqa": {"n_kv_heads": 2, "positions": "rope", "activation": "swiglu", "norm": "rmsnorm",
+                  "bias": False, "tie_embeddings": False},
+    "mqa_sinusoidal": {"n_kv_heads": 1, "positions": "sinusoidal", "activation": "relu"},
+    "moe": {"n_experts": 4, "experts_per_token": 2, "activation": "swiglu", "positions": "rope",
+            "norm": "rmsnorm", "bias": False},
+    "geglu_post": {"activation": "geglu", "norm_placement": "post", "positions": "learned"},
+    "relative_decoder": {"positions": "relative", "norm": "rmsnorm", "activation": "silu"},
+    "bert": {"family": "encoder", "norm_placement": "post", "embedding_norm": True,
+             "type_vocab_size": 2, "pooler": True, "lm_head": False, "activation": "gelu"},
+    "t5": {"family": "encoder-decoder", "positions": "relative", "norm": "rmsnorm", "bias": False,
+           "attention_scale": 1.0, "tied_head_rescale": True, "activation": "relu",
+           "n_encoder_layers": 2, "n_decoder_layers": 3},
+    "vaswani": {"family": "encoder-decoder", "positions": "sinusoidal", "norm_placement": "post",
+                "activation": "relu", "tie_embeddings": False},
+}
+
+
+def make_spec(variant: str = "gpt", **changes: object) -> Spec:
+    """A tiny Spec with one variant's switches, plus any field changes."""
+    return Spec(**(BASE | VARIANTS[variant] | {"name": variant} | changes))
+

@@ -1,0 +1,202 @@
+"""forward(): every family and switch runs, keeps its dtype, ignores padding, and reports the
+op shapes CONTRACT.md promises; the memory guard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.engine.engine_specs import VARIANTS, make_spec
+from tfcli.analysis.params import total_parameters
+from tfcli.engine.model import check_memory, forward
+from tfcli.engine.weights import init_weights
+from tfcli.errors import BadInputError
+from tfcli.spec_io import load_spec
+
+RNG = np.random.default_rng(0)
+TOKENS = RNG.integers(0, 61, size=(3, 9))
+TARGET = RNG.integers(0, 61, size=(3, 5))
+
+
+def _run(spec, weights, tokens, **kw):
+    if spec.family == "encoder-decoder":
+        kw.setdefault("decoder_tokens", TARGET[: tokens.shape[0]])
+    return forward(spec, weights, tokens, **kw)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_variant_runs_and_keeps_its_dtype(variant, dtype):
+    spec = make_spec(variant)
+    out = _run(spec, init_weights(spec, seed=0, dtype=dtype), TOKENS)
+    t = TARGET.shape[1] if spec.family == "encoder-decoder" else TOKENS.shape[1]
+    assert out.hidden.shape == (3, t, spec.d_model)
+    for array in (out.hidden, out.logits, out.pooled, out.encoder_hidden):
+        if array is not None:
+            assert array.dtype == dtype and np.isfinite(array).all()
+    assert (out.logits is not None) == spec.lm_head
+    assert (out.pooled is not None) == spec.pooler
+    assert (out.encoder_hidden is not None) == (spec.family == "encoder-decoder")
+
+
+@pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "moe", "relative_decoder", "geglu_post",
+                                     "bert", "t5", "vaswani"])
+def test_right_padding_gives_each_sequence_its_own_result(variant):
+    spec = make_spec(variant)
+    w = init_weights(spec, seed=1, dtype=np.float64)
+    lengths = [9, 4, 6]
+    mask = np.arange(9)[None, :] < np.array(lengths)[:, None]  # (3, 9)
+    padded = np.where(mask, TOKENS, 0)
+    batch = _run(spec, w, padded, attention_mask=mask.astype(int))
+    for i, n in enumerate(lengths):
+        alone = _run(spec, w, TOKENS[i : i + 1, :n], decoder_tokens=TARGET[i : i + 1]
+                     if spec.family == "encoder-decoder" else None)
+        if spec.family == "encoder-decoder":  # the source is padded; the target is whole
+            np.testing.assert_allclose(batch.logits[i], alone.logits[0], rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(batch.encoder_hidden[i, :n], alone.encoder_hidden[0],
+                                       rtol=1e-9, atol=1e-12)
+        else:
+            np.testing.assert_allclose(batch.hidden[i, :n], alone.hidden[0], rtol=1e-9, atol=1e-12)
+        if spec.pooler:
+            np.testing.assert_allclose(batch.pooled[i], alone.pooled[0], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "mqa_sinusoidal", "relative_decoder"])
+def test_left_padding_with_positions_gives_each_sequence_its_own_result(variant):
+    spec = make_spec(variant)
+    w = init_weights(spec, seed=2, dtype=np.float64)
+    lengths = np.array([9, 3, 7])
+    pads = 9 - lengths
+    mask = np.arange(9)[None, :] >= pads[:, None]  # (3, 9), real tokens at the right
+    positions = np.maximum(np.arange(9)[None, :] - pads[:, None], 0)
+    batch = forward(spec, w, np.where(mask, TOKENS, 0), attention_mask=mask, positions=positions)
+    assert not np.isnan(batch.hidden).any()  # the first padded queries see no key at all
+    for i, n in enumerate(lengths):
+        alone = forward(spec, w, TOKENS[i : i + 1, 9 - n :])
+        np.testing.assert_allclose(batch.logits[i, 9 - n :], alone.logits[0], rtol=1e-9, atol=1e-12)
+
+
+def test_a_fully_masked_sequence_gives_finite_output():
+    spec = make_spec("bert")
+    out = forward(spec, init_weights(spec), TOKENS[:2], attention_mask=np.array([[1] * 9, [0] * 9]))
+    assert np.isfinite(out.hidden).all() and np.isfinite(out.pooled).all()
+
+
+def test_heads_follow_their_formulas():
+    t5 = make_spec("t5")
+    w = init_weights(t5, seed=0, dtype=np.float64)
+    out = forward(t5, w, TOKENS, decoder_tokens=TARGET)
+    np.testing.assert_allclose(out.logits, out.hidden * t5.d_model**-0.5 @ w.token_embedding.T)
+    bert = make_spec("bert")
+    w = init_weights(bert, seed=0, dtype=np.float64)
+    w.pooler_b[:] = 0.3
+    out = forward(bert, w, TOKENS)
+    np.testing.assert_allclose(out.pooled, np.tanh(out.hidden[:, 0] @ w.pooler_w + 0.3))
+    untied = make_spec("llama_gqa")
+    w = init_weights(untied, seed=0, dtype=np.float64)
+    out = forward(untied, w, TOKENS)
+    np.testing.assert_allclose(out.logits, out.hidden @ w.lm_head)
+
+
+def test_token_types_change_the_result():
+    spec = make_spec("bert")
+    w = init_weights(spec, seed=0, dtype=np.float64)
+    zeros = forward(spec, w, TOKENS).hidden
+    assert np.array_equal(zeros, forward(spec, w, TOKENS, token_types=np.zeros_like(TOKENS)).hidden)
+    assert not np.allclose(zeros, forward(spec, w, TOKENS, token_types=np.ones_like(TOKENS)).hidden)
+
+
+def test_out_of_vocab_tokens_are_bad_input():
+    spec = make_spec("gpt")
+    with pytest.raises(BadInputError, match="outside the vocabulary"):
+        forward(spec, init_weights(spec), np.array([[1, 61]]))
+    with pytest.raises(BadInputError, match="max_seq_len"):
+        forward(spec, init_weights(spec), np.zeros((1, 49), dtype=int))
+
+
+# --- observer contract -----------------------------------------------------------------------
+
+def _expected_block(spec, stack, i, b, t, s_cross=None):
+    """CONTRACT.md's table, written out for one block."""
+    h, kv, dh, d, f = spec.n_heads, spec.kv_heads, spec.head_dim, spec.d_model, spec.d_ff
+    pre, post = spec.norm_placement == "pre", spec.norm_placement == "post"
+    rows = []
+
+    def attn(path, s):
+        rows.extend([(path, "norm", (b, t, d))] if pre else [])
+        rows.extend([(path, "q_proj", (b, h, t, dh)), (path, "k_proj", (b, kv, s, dh)),
+                     (path, "v_proj", (b, kv, s, dh)), (path, "scores", (b, h, t, s)),
+                     (path, "softmax", (b, h, t, s)), (path, "weighted_sum", (b, h, t, dh)),
+                     (path, "out_proj", (b, t, d)), (path, "residual_add", (b, t, d))])
+        rows.extend([(path, "norm", (b, t, d))] if post else [])
+
+    attn(f"{stack}.{i}.attn", t)
+    if s_cross is not None:
+        attn(f"{stack}.{i}.cross_attn", s_cross)
+    p = f"{stack}.{i}.ffn"
+    rows.extend([(p, "norm", (b, t, d))] if pre else [])
+    if spec.n_experts:
+        rows.extend([(p, "router", (b, t, spec.n_experts)), (p, "experts", (b, t, d))])
+    else:
+        rows.append((p, "ffn_up", (b, t, f)))
+        rows.extend([(p, "ffn_gate", (b, t, f))] if spec.gated else [])
+        rows.extend([(p, "activation", (b, t, f)), (p, "ffn_down", (b, t, d))])
+    rows.append((p, "residual_add", (b, t, d)))
+    rows.extend([(p, "norm", (b, t, d))] if post else [])
+    return rows
+
+
+def _expected_embed(spec, b, t):
+    rows = [("embed", "token_embedding", (b, t, spec.d_model))]
+    if spec.positions in ("learned", "sinusoidal"):
+        rows.append(("embed", "position_embedding", (b, t, spec.d_model)))
+    if spec.type_vocab_size:
+        rows.append(("embed", "token_type_embedding", (b, t, spec.d_model)))
+    if spec.embedding_norm:
+        rows.append(("embed", "embedding_norm", (b, t, spec.d_model)))
+    return rows
+
+
+def _expected_stack(spec, stack, n_layers, b, t, s_cross=None):
+    rows = [r for i in range(n_layers) for r in _expected_block(spec, stack, i, b, t, s_cross)]
+    if spec.final_norm:
+        rows.append((f"{stack}.final_norm", "norm", (b, t, spec.d_model)))
+    return rows
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_observed_ops_follow_the_contract(variant):
+    spec = make_spec(variant)
+    seen = []
+    b, t, s = 3, TARGET.shape[1], TOKENS.shape[1]
+    _run(spec, init_weights(spec), TOKENS, observe=lambda *row: seen.append(row))
+    if spec.family == "encoder-decoder":
+        expected = (_expected_embed(spec, b, s) + _expected_stack(spec, "encoder", spec.encoder_layers, b, s)
+                    + _expected_embed(spec, b, t)
+                    + _expected_stack(spec, "decoder", spec.decoder_layers, b, t, s_cross=s))
+    else:
+        stack = "encoder" if spec.family == "encoder" else "decoder"
+        expected = _expected_embed(spec, b, s) + _expected_stack(spec, stack, spec.n_layers, b, s)
+        t = s
+    if spec.lm_head:
+        expected.append(("head", "logits", (b, t, spec.vocab_size)))
+    if spec.pooler:
+        expected.append(("head", "pooler", (b, spec.d_model)))
+    assert seen == expected
+
+
+# --- memory guard ----------------------------------------------------------------------------
+
+def test_check_memory_refuses_a_model_that_does_not_fit():
+    spec = load_spec("llama-2-7b")
+    needed = total_parameters(spec) * 4
+    assert check_memory(spec, np.float32, available_bytes=needed) == needed
+    with pytest.raises(BadInputError) as err:
+        check_memory(spec, np.float32, available_bytes=int(23.1e9))
+    gb = f"{needed / 1e9:.1f}"
+    assert err.value.message == (f"llama-2-7b needs {gb} GB in float32; this machine has 23.1 GB "
+                                 "available (use --layers K to truncate)")
+
+
+def test_check_memory_reads_this_machine():
+    assert check_memory(make_spec("gpt")) == total_parameters(make_spec("gpt")) * 4
