@@ -278,6 +278,51 @@ def _generate_live(model: Any, request: Any, tokenizer: Any, mode: str) -> Any:
                              on_token=lambda new: live.update(render_stream(prompt, shown(new))))
 
 
+@command("trace")
+def trace_cmd(
+    spec: SpecArg,
+    batch: Annotated[int, typer.Option(min=1, help="Sequences per batch.")] = 1,
+    seq_len: Annotated[int | None, typer.Option(min=1, help="Tokens per sequence (default min(max_seq_len, 128)).")] = None,
+    src_len: Annotated[int | None, typer.Option(min=1, help="Encoder-decoder: source length.")] = None,
+    tgt_len: Annotated[int | None, typer.Option(min=1, help="Encoder-decoder: target length.")] = None,
+    depth: Annotated[int, typer.Option(min=1, max=3, help="Fold rows: 1 block, 2 sublayer, 3 op.")] = 3,
+    dtype: Annotated[str, typer.Option(help="Activation dtype for the byte column.")] = "float32",
+    execute: Annotated[bool, typer.Option("--execute", help="Run a real forward pass and check every shape.")] = False,
+    layers: LayersOpt = None,
+    seed: SeedOpt = 0,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Shapes, FLOPs and activation memory through each block, analytic for any size.
+
+    Example: tfcli trace llama-2-7b --seq-len 4096 --depth 2
+    """
+    from tfcli.analysis.trace import build_trace
+    from tfcli.render.trace import render_trace
+
+    model_spec = _load(spec, layers)
+    report = build_trace(model_spec, batch=batch, seq_len=seq_len, src_len=src_len,
+                         tgt_len=tgt_len, dtype=dtype).at_depth(depth)
+    if not execute:
+        emit(report, fmt, lambda: render_trace(report))
+        return
+    _trace_execute(model_spec, report, seed, fmt)
+
+
+def _trace_execute(spec: Any, report: Any, seed: int, fmt: OutputFormat) -> None:
+    """--execute: the analytic trace plus the shape check, as one result."""
+    from rich.console import Group
+
+    from tfcli.analysis.trace_check import TracedExecution, execute_check
+    from tfcli.errors import CheckFailedError
+    from tfcli.render.trace import render_execute_check, render_trace
+
+    check = execute_check(spec, report, seed=seed)
+    both = TracedExecution(report, check)
+    emit(both, fmt, lambda: Group(render_trace(report), render_execute_check(check)))
+    if not check.ok:
+        raise CheckFailedError(f"{len(check.mismatches)} analytic shapes differ from the forward pass")
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="tfcli")

@@ -80,6 +80,20 @@ class ExecuteCheck:
                         for m in self.mismatches]
 
 
+@dataclass(frozen=True)
+class TracedExecution:
+    """`tfcli trace --execute`: the analytic report and the check against a real forward."""
+
+    report: TraceReport
+    check: ExecuteCheck
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.report.to_dict() | {"execute": self.check.to_dict()}
+
+    def csv_rows(self) -> tuple[list[str], list[list[object]]]:
+        return self.report.csv_rows()
+
+
 # --- memory --------------------------------------------------------------------------------------
 
 

@@ -38,7 +38,9 @@ def _add_row(table: Table, row: TraceRow) -> None:
 def _table(report: TraceReport, depth: int) -> Table:
     table = Table(title=_title(report, depth), title_justify="left")
     for column in ("path", "op", "inputs", "output"):
-        table.add_column(column, overflow="fold")
+        # Paths and output shapes stay on one line; several input shapes may wrap.
+        table.add_column(column, overflow="fold", no_wrap=column != "inputs",
+                         min_width=8 if column == "inputs" else None)
     for column in ("params", "FLOPs", "act bytes"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in report.fold(depth):
