@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import sys
 from collections.abc import Callable
 from enum import Enum
@@ -28,8 +29,13 @@ class Result(Protocol):
     def csv_rows(self) -> tuple[list[str], list[list[object]]]: ...
 
 
+PIPED_WIDTH = 120  # columns when stdout is not a terminal (rich would assume 80)
+
+
 def stdout_console() -> Console:
-    return Console(highlight=False)
+    # Piped tables (into a file, less, a README) get room for their numbers; COLUMNS still wins.
+    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPED_WIDTH
+    return Console(highlight=False, width=width)
 
 
 def stderr_console() -> Console:

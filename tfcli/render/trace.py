@@ -39,8 +39,7 @@ def _table(report: TraceReport, depth: int) -> Table:
     table = Table(title=_title(report, depth), title_justify="left")
     for column in ("path", "op", "inputs", "output"):
         # Paths and output shapes stay on one line; several input shapes may wrap.
-        table.add_column(column, overflow="fold", no_wrap=column != "inputs",
-                         min_width=8 if column == "inputs" else None)
+        table.add_column(column, overflow="fold", no_wrap=column != "inputs")
     for column in ("params", "FLOPs", "act bytes"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in report.fold(depth):
