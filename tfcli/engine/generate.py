@@ -54,8 +54,12 @@ def _prompt_rows(prompts: Sequence[Sequence[int]] | Array) -> list[Array]:
         return [array]
     if array is not None and array.ndim == 2:
         return list(array)
+    if len(prompts) and all(isinstance(p, (int, np.integer)) for p in prompts):
+        return [np.asarray(prompts)]  # one flat prompt
     rows = [np.asarray(p) for p in prompts]
-    if not rows or any(r.ndim != 1 for r in rows):
+    if not rows:
+        raise BadInputError("empty prompt: give at least one token sequence")
+    if any(r.ndim != 1 for r in rows):
         raise BadInputError("prompts must be one token sequence or a list of token sequences")
     return rows
 

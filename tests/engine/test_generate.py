@@ -1,0 +1,144 @@
+"""Generation: cached == uncached at every step, left-padded batches == single prompts,
+seeded sampling, sampler sets, and every bad request refused before any work."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from tests.engine.engine_specs import make_spec
+from tfcli.engine.generate import generate
+from tfcli.engine.sampling import SamplingConfig, sample, top_k_filter, top_p_filter
+from tfcli.engine.weights import init_weights
+from tfcli.errors import BadInputError
+
+PROMPTS = [[5, 17, 3, 40, 22, 9, 1], [33, 8], [2, 60, 14, 7]]
+N_NEW = 10
+# Large initial weights make logits decisive, so argmax is not decided by rounding noise.
+FAMILIES = ["gpt", "llama_gqa", "moe", "t5", "relative_decoder", "mqa_sinusoidal", "vaswani"]
+
+
+def _model(variant, dtype=np.float32, **changes):
+    spec = make_spec(variant, init_std=0.3, **changes)
+    return spec, init_weights(spec, seed=7, dtype=dtype)
+
+
+def _steps(spec, w, prompts, **kw):
+    steps = list(generate(spec, w, prompts, max_new_tokens=kw.pop("n", N_NEW), **kw))
+    return np.stack([s.tokens for s in steps], 1), [s.logits for s in steps]
+
+
+@pytest.mark.parametrize("variant", FAMILIES)
+def test_cached_equals_uncached_at_every_step(variant):
+    spec, w = _model(variant)
+    cached, cached_logits = _steps(spec, w, PROMPTS, use_cache=True)
+    plain, plain_logits = _steps(spec, w, PROMPTS, use_cache=False)
+    np.testing.assert_array_equal(cached, plain)
+    for a, b in zip(cached_logits, plain_logits):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_cached_equals_uncached_in_float64():
+    spec, w = _model("llama_gqa", np.float64)
+    _, cached = _steps(spec, w, PROMPTS[:1])
+    _, plain = _steps(spec, w, PROMPTS[:1], use_cache=False)
+    assert cached[0].dtype == np.float64
+    for a, b in zip(cached, plain):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "t5", "mqa_sinusoidal"])
+def test_left_padded_batch_equals_each_prompt_alone(variant):
+    spec, w = _model(variant)
+    batch, batch_logits = _steps(spec, w, PROMPTS)
+    for i, prompt in enumerate(PROMPTS):
+        alone, alone_logits = _steps(spec, w, [prompt])
+        np.testing.assert_array_equal(batch[i], alone[0])
+        for a, b in zip(batch_logits, alone_logits):
+            np.testing.assert_allclose(a[i], b[0], rtol=1e-4, atol=1e-4)
+
+
+def test_sampling_is_reproducible_from_the_seed():
+    spec, w = _model("gpt")
+    kw = dict(temperature=1.0, top_k=20, top_p=0.9)
+    first, _ = _steps(spec, w, PROMPTS, seed=11, **kw)
+    again, _ = _steps(spec, w, PROMPTS, seed=11, **kw)
+    other, _ = _steps(spec, w, PROMPTS, seed=12, **kw)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other)
+
+
+def test_sampled_cached_equals_sampled_uncached():
+    spec, w = _model("moe")
+    kw = dict(temperature=0.8, top_p=0.95, seed=3)
+    np.testing.assert_array_equal(_steps(spec, w, PROMPTS, **kw)[0],
+                                  _steps(spec, w, PROMPTS, use_cache=False, **kw)[0])
+
+
+def test_stop_token_ends_each_sequence():
+    spec, w = _model("gpt")
+    tokens, _ = _steps(spec, w, PROMPTS, n=12)
+    stop = int(tokens[0, 2])  # the third token greedy picks for the first prompt
+    steps = list(generate(spec, w, PROMPTS, max_new_tokens=12, stop_token=stop))
+    out = np.stack([s.tokens for s in steps], 1)
+    first_stop = int(np.argmax(out[0] == stop))
+    assert first_stop <= 2 and (out[0, first_stop:] == stop).all()
+    assert steps[-1].finished.all() or len(steps) == 12
+
+
+def test_max_new_tokens_zero_yields_nothing():
+    spec, w = _model("gpt")
+    assert list(generate(spec, w, PROMPTS, max_new_tokens=0)) == []
+
+
+@pytest.mark.parametrize("variant, prompts, kw, message", [
+    ("gpt", [[1, 2, 3]], {"max_new_tokens": 46}, "exceeds max_seq_len 48"),
+    ("bert", [[1, 2, 3]], {"max_new_tokens": 2}, "encoder-only"),
+    ("gpt", [[]], {"max_new_tokens": 2}, "empty prompt"),
+    ("gpt", [], {"max_new_tokens": 2}, "empty prompt"),
+    ("gpt", [[1, 61]], {"max_new_tokens": 2}, "token id 61 is outside the vocabulary"),
+    ("gpt", [[1, -1]], {"max_new_tokens": 2}, "token id -1 is outside the vocabulary"),
+    ("t5", [list(range(49))], {"max_new_tokens": 2}, "exceeds max_seq_len"),
+    ("gpt", [[1]], {"max_new_tokens": 2, "top_p": 1.5}, "top_p"),
+    ("gpt", [[1]], {"max_new_tokens": 2, "temperature": -1.0}, "temperature"),
+])
+def test_bad_requests_fail_before_any_work(variant, prompts, kw, message):
+    spec, w = _model(variant)
+    with pytest.raises(BadInputError, match=message):
+        generate(spec, w, prompts, **kw)  # raised by the call itself, not on first next()
+
+
+# --- samplers --------------------------------------------------------------------------------
+
+logit_rows = arrays(np.float64, st.tuples(st.integers(1, 3), st.integers(2, 30)),
+                    elements=st.floats(-20, 20, allow_nan=False))
+
+
+@settings(max_examples=80, deadline=None)
+@given(logit_rows, st.integers(1, 30), st.integers(0, 2**32 - 1))
+def test_top_k_never_samples_outside_the_k_largest(logits, k, seed):
+    tokens = sample(logits, SamplingConfig(1.0, top_k=k), np.random.default_rng(seed))
+    for row, token in zip(logits, tokens):
+        assert row[token] >= np.sort(row)[::-1][min(k, row.size) - 1]
+    assert np.isfinite(top_k_filter(logits, k)).sum(-1).min() >= min(k, logits.shape[1])
+
+
+@settings(max_examples=80, deadline=None)
+@given(logit_rows, st.floats(0.01, 1.0), st.integers(0, 2**32 - 1))
+def test_top_p_never_samples_outside_the_nucleus(logits, p, seed):
+    tokens = sample(logits, SamplingConfig(0.7, top_p=p), np.random.default_rng(seed))
+    scaled = logits / 0.7
+    for row, token in zip(scaled, tokens):
+        probs = np.exp(row - row.max()) / np.exp(row - row.max()).sum()
+        mass_above = probs[probs > probs[token]].sum()  # strictly more likely tokens
+        assert mass_above < p + 1e-12  # the nucleus still needed the chosen token
+    kept = np.isfinite(top_p_filter(scaled, p))
+    assert kept[np.arange(len(scaled)), scaled.argmax(-1)].all()
+
+
+def test_greedy_is_argmax():
+    logits = np.array([[0.1, 3.0, -1.0], [5.0, 4.9, 0.0]])
+    assert sample(logits, SamplingConfig(), np.random.default_rng(0)).tolist() == [1, 0]
