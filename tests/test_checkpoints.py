@@ -1,0 +1,270 @@
+"""tfcli.checkpoints without torch: config.json mapping, YAML export, loader errors.
+
+Checkpoints here are written with safetensors.numpy from hand-listed GPT-2 tensor names, so
+every failure mode (missing, mis-shaped, unexpected tensor; no config.json) is one edit away
+from a valid directory. Parity with transformers lives in tests/parity/.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from tfcli.analysis.params import total_parameters
+from tfcli.checkpoints import (
+    SUPPORTED_MODEL_TYPES,
+    load_checkpoint,
+    load_weights,
+    spec_from_config,
+    spec_from_config_dir,
+    spec_to_yaml,
+)
+from tfcli.checkpoints.loader import canonical_names
+from tfcli.checkpoints.names import BERT
+from tfcli.engine.weights import count_parameters
+from tfcli.errors import BadInputError, SpecError
+from tfcli.spec_io import load_spec, parse_spec_text
+
+D, VOCAB, POSITIONS = 8, 16, 8
+GPT2_CONFIG = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": D,
+               "n_head": 2, "n_layer": 1, "vocab_size": VOCAB, "n_positions": POSITIONS}
+
+
+def gpt2_tensors(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """A 1-block GPT2LMHeadModel checkpoint as stored by transformers (Conv1D is (in, out))."""
+    shapes = {
+        "wte.weight": (VOCAB, D), "wpe.weight": (POSITIONS, D),
+        "h.0.ln_1.weight": (D,), "h.0.ln_1.bias": (D,),
+        "h.0.attn.c_attn.weight": (D, 3 * D), "h.0.attn.c_attn.bias": (3 * D,),
+        "h.0.attn.c_proj.weight": (D, D), "h.0.attn.c_proj.bias": (D,),
+        "h.0.ln_2.weight": (D,), "h.0.ln_2.bias": (D,),
+        "h.0.mlp.c_fc.weight": (D, 4 * D), "h.0.mlp.c_fc.bias": (4 * D,),
+        "h.0.mlp.c_proj.weight": (4 * D, D), "h.0.mlp.c_proj.bias": (D,),
+        "ln_f.weight": (D,), "ln_f.bias": (D,),
+    }
+    return {f"transformer.{k}": rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+
+
+def write_model(path: Path, config: dict, tensors: dict[str, np.ndarray]) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config))
+    save_file(tensors, str(path / "model.safetensors"))
+    return path
+
+
+@pytest.fixture
+def tensors() -> dict[str, np.ndarray]:
+    return gpt2_tensors(np.random.default_rng(0))
+
+
+@pytest.fixture
+def gpt2_dir(tmp_path: Path, tensors: dict[str, np.ndarray]) -> Path:
+    return write_model(tmp_path / "tiny-gpt2", GPT2_CONFIG, tensors)
+
+
+# --- loading a valid checkpoint ---------------------------------------------------------------
+
+
+def test_gpt2_tensors_land_in_the_right_places(gpt2_dir: Path, tensors: dict) -> None:
+    spec, w = load_checkpoint(gpt2_dir)
+    c_attn = tensors["transformer.h.0.attn.c_attn.weight"]
+    block = w.decoder.blocks[0]
+    np.testing.assert_array_equal(block.attn.wq, c_attn[:, :D])
+    np.testing.assert_array_equal(block.attn.wv, c_attn[:, 2 * D:])
+    np.testing.assert_array_equal(block.ffn.w_down, tensors["transformer.h.0.mlp.c_proj.weight"])
+    np.testing.assert_array_equal(w.decoder.final_norm.bias, tensors["transformer.ln_f.bias"])
+    assert w.lm_head is None and spec.tie_embeddings  # tied: the embedding is the head
+    assert count_parameters(w) == total_parameters(spec)
+
+
+def test_load_spec_accepts_a_model_directory(gpt2_dir: Path) -> None:
+    assert load_spec(str(gpt2_dir)) == spec_from_config_dir(gpt2_dir)
+
+
+def test_float64_and_unprefixed_names(tmp_path: Path, tensors: dict) -> None:
+    bare = {k.removeprefix("transformer."): v for k, v in tensors.items()}  # as in openai-community/gpt2
+    bare["h.0.attn.bias"] = np.ones((1, 1, POSITIONS, POSITIONS), np.float32)  # old mask buffer
+    path = write_model(tmp_path / "bare", GPT2_CONFIG, bare)
+    w = load_weights(path, spec_from_config_dir(path), dtype=np.float64)
+    assert w.token_embedding.dtype == np.float64
+    np.testing.assert_array_equal(w.token_embedding, bare["wte.weight"])
+
+
+def test_sharded_checkpoint(tmp_path: Path, tensors: dict) -> None:
+    path = tmp_path / "sharded"
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps(GPT2_CONFIG))
+    names = sorted(tensors)
+    shards = {"model-00001-of-00002.safetensors": names[:7], "model-00002-of-00002.safetensors": names[7:]}
+    for file, part in shards.items():
+        save_file({n: tensors[n] for n in part}, str(path / file))
+    index = {"weight_map": {n: file for file, part in shards.items() for n in part}}
+    (path / "model.safetensors.index.json").write_text(json.dumps(index))
+    w = load_weights(path, spec_from_config_dir(path))
+    np.testing.assert_array_equal(w.decoder.final_norm.scale, tensors["transformer.ln_f.weight"])
+    (path / "model-00002-of-00002.safetensors").unlink()
+    with pytest.raises(BadInputError, match="shard model-00002-of-00002.safetensors is missing"):
+        load_weights(path, spec_from_config_dir(path))
+
+
+# --- loader errors name the thing ---------------------------------------------------------------
+
+
+def test_missing_tensor_is_named(tmp_path: Path, tensors: dict) -> None:
+    del tensors["transformer.h.0.mlp.c_fc.bias"]
+    path = write_model(tmp_path / "m", GPT2_CONFIG, tensors)
+    with pytest.raises(BadInputError, match=r"missing tensor\(s\) transformer\.h\.0\.mlp\.c_fc\.bias"):
+        load_weights(path, spec_from_config_dir(path))
+
+
+def test_misshaped_tensor_names_expected_and_actual(tmp_path: Path, tensors: dict) -> None:
+    tensors["transformer.wpe.weight"] = np.zeros((POSITIONS // 2, D), np.float32)
+    path = write_model(tmp_path / "m", GPT2_CONFIG, tensors)
+    with pytest.raises(BadInputError) as info:
+        load_weights(path, spec_from_config_dir(path))
+    assert "'transformer.wpe.weight' has shape [4, 8], expected [8, 8]" in info.value.message
+
+
+def test_unexpected_tensor_is_reported(tmp_path: Path, tensors: dict) -> None:
+    tensors["transformer.h.0.attn.q_norm.weight"] = np.ones(D, np.float32)
+    path = write_model(tmp_path / "m", GPT2_CONFIG, tensors)
+    with pytest.raises(BadInputError, match=r"unexpected tensor\(s\) transformer\.h\.0\.attn\.q_norm"):
+        load_weights(path, spec_from_config_dir(path))
+
+
+def test_spec_with_more_layers_than_the_checkpoint(gpt2_dir: Path) -> None:
+    spec = spec_from_config_dir(gpt2_dir).with_layers(2)
+    with pytest.raises(BadInputError, match=r"transformer\.h\.1\.ln_1\.weight"):
+        load_weights(gpt2_dir, spec)
+
+
+def test_directory_without_config_json(tmp_path: Path) -> None:
+    with pytest.raises(BadInputError, match="no config.json"):
+        spec_from_config_dir(tmp_path)
+    with pytest.raises(BadInputError, match="no config.json"):
+        load_weights(tmp_path, load_spec("gpt2"))
+    with pytest.raises(SpecError, match="without config.json"):
+        load_spec(str(tmp_path))
+
+
+def test_directory_without_safetensors(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(GPT2_CONFIG))
+    with pytest.raises(BadInputError, match="no model.safetensors"):
+        load_weights(tmp_path, spec_from_config_dir(tmp_path))
+
+
+def test_invalid_json(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(BadInputError, match="cannot be read as JSON"):
+        spec_from_config_dir(tmp_path)
+
+
+def test_unknown_model_type_lists_supported() -> None:
+    with pytest.raises(BadInputError) as info:
+        spec_from_config({"model_type": "falcon"}, "x")
+    assert "model_type 'falcon' is not supported" in info.value.message
+    assert all(kind in info.value.message for kind in SUPPORTED_MODEL_TYPES)
+
+
+# --- config.json mapping ------------------------------------------------------------------------
+
+LLAMA_CONFIG = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "num_hidden_layers": 2, "intermediate_size": 128,
+                "vocab_size": 100, "max_position_embeddings": 256, "rms_norm_eps": 1e-5,
+                "rope_theta": 500000.0}
+
+
+def test_config_defaults_follow_transformers() -> None:
+    spec = spec_from_config({"model_type": "gpt2"}, "gpt2-dir")
+    expected = load_spec("gpt2")
+    assert spec.model_dump(exclude={"name", "description", "source"}) == \
+        expected.model_dump(exclude={"name", "description", "source"})
+    assert spec.name == "gpt2-dir" and spec.source == "gpt2-dir"
+
+
+def test_llama_fields() -> None:
+    spec = spec_from_config(LLAMA_CONFIG, "x")
+    assert (spec.n_kv_heads, spec.d_head, spec.rope_theta, spec.norm_eps) == (2, 16, 500000.0, 1e-5)
+    assert (spec.activation, spec.norm, spec.positions, spec.bias) == ("swiglu", "rmsnorm", "rope", False)
+    assert not spec.tie_embeddings and spec.lm_head
+
+
+def test_transformers5_rope_parameters() -> None:
+    config = LLAMA_CONFIG | {"rope_parameters": {"rope_type": "default", "rope_theta": 1234.0}}
+    assert spec_from_config(config, "x").rope_theta == 1234.0
+
+
+@pytest.mark.parametrize("scaling", [
+    {"rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
+    {"rope_scaling": {"type": "linear", "factor": 2.0}},
+    {"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4}},
+])
+def test_rope_scaling_is_refused(scaling: dict) -> None:
+    with pytest.raises(BadInputError, match="RoPE scaling .* is not supported"):
+        spec_from_config(LLAMA_CONFIG | scaling, "x")
+
+
+def test_sliding_window_caps_max_seq_len() -> None:
+    spec = spec_from_config(LLAMA_CONFIG | {"model_type": "mistral", "sliding_window": 64}, "x")
+    assert spec.max_seq_len == 64 and "sliding_window 64" in spec.description
+    wide = spec_from_config(LLAMA_CONFIG | {"model_type": "mistral", "sliding_window": 4096}, "x")
+    assert wide.max_seq_len == 256
+
+
+@pytest.mark.parametrize(("config", "field"), [
+    ({"model_type": "gpt2", "scale_attn_by_inverse_layer_idx": True}, "scale_attn_by_inverse_layer_idx"),
+    ({"model_type": "gpt2", "activation_function": "quick_gelu"}, "activation_function 'quick_gelu'"),
+    ({"model_type": "bert", "position_embedding_type": "relative_key"}, "position_embedding_type"),
+    ({"model_type": "llama", "hidden_act": "gelu"}, "hidden_act 'gelu'"),
+    ({"model_type": "t5", "feed_forward_proj": "gated-relu"}, "feed_forward_proj 'gated-relu'"),
+    ({"model_type": "gpt2", "n_embd": 10, "n_head": 3}, "n_heads"),
+])
+def test_unsupported_or_inconsistent_configs_name_the_key(config: dict, field: str) -> None:
+    with pytest.raises(BadInputError, match=field):
+        spec_from_config(config, "x")
+
+
+def test_t5_variants() -> None:
+    v1_1 = spec_from_config({"model_type": "t5", "feed_forward_proj": "gated-gelu",
+                             "tie_word_embeddings": False, "num_decoder_layers": 8}, "x")
+    assert (v1_1.activation, v1_1.tie_embeddings, v1_1.tied_head_rescale) == ("geglu", False, False)
+    assert (v1_1.encoder_layers, v1_1.decoder_layers) == (6, 8)
+    assert "exact GELU" in v1_1.description  # the documented approximation
+    # transformers 5 writes tie_word_embeddings: true and keeps v1.1's "no rescale" separately
+    saved_by_v5 = spec_from_config({"model_type": "t5", "scale_decoder_outputs": False}, "x")
+    assert saved_by_v5.tie_embeddings and not saved_by_v5.tied_head_rescale
+
+
+def test_architectures_without_model_type() -> None:
+    spec = spec_from_config({"architectures": ["BertModel"], "num_hidden_layers": 2}, "x")
+    assert spec.family == "encoder" and spec.pooler and not spec.lm_head
+
+
+def test_gamma_beta_names_are_canonicalised() -> None:
+    names = canonical_names(BERT, ["bert.embeddings.LayerNorm.gamma", "bert.pooler.dense.weight"])
+    assert names == {"bert.embeddings.LayerNorm.weight": "bert.embeddings.LayerNorm.gamma",
+                     "bert.pooler.dense.weight": "bert.pooler.dense.weight"}
+
+
+# --- YAML export --------------------------------------------------------------------------------
+
+CONFIGS = {
+    "gpt2": {"model_type": "gpt2", "n_inner": 100, "scale_attn_weights": False},
+    "bert": {"model_type": "bert", "architectures": ["BertForMaskedLM"]},
+    "llama": LLAMA_CONFIG | {"attention_bias": True, "tie_word_embeddings": True},
+    "mixtral": LLAMA_CONFIG | {"model_type": "mixtral", "num_local_experts": 4},
+    "t5": {"model_type": "t5", "d_kv": 32, "num_decoder_layers": 3},
+}
+
+
+@pytest.mark.parametrize("kind", list(CONFIGS))
+def test_yaml_round_trips_with_only_needed_fields(kind: str) -> None:
+    spec = spec_from_config(CONFIGS[kind], f"/models/{kind}")
+    text = spec_to_yaml(spec)
+    assert text.startswith(f"# generated from /models/{kind}\n")
+    assert parse_spec_text(text) == spec
+    assert "init_std" not in text and "n_encoder_layers" not in text  # defaults and derived

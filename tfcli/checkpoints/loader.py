@@ -1,0 +1,220 @@
+"""safetensors checkpoint -> tfcli Weights, through the family's name table (names.py).
+
+The spec decides which arrays exist and their shapes: a shape-only skeleton built by the same
+Initializer as `init_weights` lists every Weights path. Loading then (1) expands the table over
+blocks and experts, (2) checks that every needed tensor is present with the expected shape and
+that no unknown tensor is left over, (3) reads and places the tensors, (4) checks the total
+against `tfcli.analysis.params.total_parameters`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from tfcli.analysis.params import total_parameters
+from tfcli.checkpoints.configs import model_type, read_config
+from tfcli.checkpoints.names import TABLES, Rule, Table
+from tfcli.checkpoints.tensors import TensorSource
+from tfcli.engine.weights import Initializer, Weights, count_parameters
+from tfcli.errors import BadInputError
+from tfcli.spec import Spec
+
+Array = np.ndarray
+MAX_LISTED = 8  # names shown in one error message
+
+
+class _ShapeOnly(Initializer):
+    """An Initializer whose 'arrays' are zero-stride views: shapes without memory."""
+
+    def _placeholder(self, *shape: int) -> Array:
+        return np.broadcast_to(np.zeros((), dtype=self.dtype), shape)
+
+    normal = zeros = ones = _placeholder
+
+
+def skeleton(spec: Spec, dtype: np.dtype | type = np.float32) -> Weights:
+    """Weights of `spec` with placeholder arrays (same structure as init_weights)."""
+    init, s = _ShapeOnly(spec, np.random.default_rng(0), dtype), spec
+    weights = Weights(
+        token_embedding=init.normal(s.vocab_size, s.d_model),
+        position_embedding=init.normal(s.max_seq_len, s.d_model) if s.positions == "learned" else None,
+        token_type_embedding=init.normal(s.type_vocab_size, s.d_model) if s.type_vocab_size else None,
+        embedding_norm=init.norm() if s.embedding_norm else None,
+        encoder=init.stack(s.encoder_layers, cross=False) if s.has_encoder else None,
+        decoder=init.stack(s.decoder_layers, cross=s.family == "encoder-decoder") if s.has_decoder else None,
+        lm_head=init.normal(s.d_model, s.vocab_size) if s.lm_head and not s.tie_embeddings else None,
+    )
+    if s.pooler:
+        weights.pooler_w, weights.pooler_b = init.normal(s.d_model, s.d_model), init.zeros(s.d_model)
+    return weights
+
+
+def array_paths(obj: object, prefix: str = "") -> Iterator[tuple[str, Array]]:
+    """(dotted path, array) for every array in a weights container, e.g. `decoder.blocks.0.attn.wq`."""
+    if isinstance(obj, np.ndarray):
+        yield prefix, obj
+    elif isinstance(obj, list):
+        for index, item in enumerate(obj):
+            yield from array_paths(item, f"{prefix}.{index}")
+    elif obj is not None and hasattr(obj, "__dataclass_fields__"):
+        for f in fields(obj):  # type: ignore[arg-type]
+            yield from array_paths(getattr(obj, f.name), f"{prefix}.{f.name}" if prefix else f.name)
+
+
+def set_path(obj: object, path: str, value: Array) -> None:
+    *parents, last = path.split(".")
+    for part in parents:
+        obj = obj[int(part)] if part.isdigit() else getattr(obj, part)  # type: ignore[index]
+    setattr(obj, last, value)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One checkpoint tensor to read and where its piece(s) go."""
+
+    rule: Rule
+    hf: str  # the name as stored in the checkpoint
+    ours: tuple[str, ...]
+
+
+def _counts(spec: Spec, path: str) -> dict[str, int]:
+    stack = path.split(".")[0]
+    layers = {"encoder": spec.encoder_layers, "decoder": spec.decoder_layers}.get(stack, 0)
+    return {"i": layers, "e": spec.n_experts}
+
+
+def _expand(rule: Rule, spec: Spec, base: str) -> Iterator[tuple[str, tuple[str, ...]]]:
+    counts = _counts(spec, rule.ours[0])
+    for i in range(counts["i"]) if "{i}" in rule.hf else [0]:
+        for e in range(counts["e"]) if "{e}" in rule.hf else [0]:
+            yield (rule.hf.format(base=base, i=i, e=e), tuple(p.format(i=i, e=e) for p in rule.ours))
+
+
+def plan(table: Table, spec: Spec, base: str, slots: dict[str, Array],
+         stored: dict[str, str]) -> tuple[list[Step], list[str]]:
+    """The steps that fill `slots`, and the checkpoint names they need but are missing."""
+    steps, missing = [], []
+    for rule in table.rules:
+        if not rule.when(spec):
+            continue
+        for hf, ours in _expand(rule, spec, base):
+            if not all(p in slots for p in ours):
+                continue  # this variant does not exist for the spec (bias: false, dense FFN, ...)
+            if hf in stored:
+                steps.append(Step(rule, stored[hf], ours))
+            else:
+                missing.append(hf)
+    return steps, missing
+
+
+def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The checkpoint shape that `rule` turns into arrays of `shapes`."""
+    if rule.transform == "linear":
+        return shapes[0][::-1]
+    if rule.transform == "split3":
+        return (*shapes[0][:-1], sum(s[-1] for s in shapes))
+    return shapes[0]
+
+
+def convert(rule: Rule, array: Array) -> list[Array]:
+    if rule.transform == "linear":
+        return [np.ascontiguousarray(array.T)]  # nn.Linear (out, in) -> (in, out)
+    if rule.transform == "split3":
+        return [np.ascontiguousarray(a) for a in np.split(array, 3, axis=-1)]
+    return [array]
+
+
+def canonical_names(table: Table, names: list[str]) -> dict[str, str]:
+    """Canonical name (after the table's renames) -> name as stored."""
+    out = {}
+    for name in names:
+        canonical = name
+        for old, new in table.renames:
+            if canonical.endswith(old):
+                canonical = canonical[: -len(old)] + new
+        out[canonical] = name
+    return out
+
+
+def find_base(table: Table, stored: dict[str, str], where: Path, kind: str) -> str:
+    for base in table.bases:
+        if base + table.anchor in stored:
+            return base
+    tried = ", ".join(repr(b + table.anchor) for b in table.bases)
+    raise BadInputError(f"{where}: no tensor {tried}; is this a {kind} checkpoint?")
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:MAX_LISTED])
+    return shown + (f" and {len(names) - MAX_LISTED} more" if len(names) > MAX_LISTED else "")
+
+
+def unexpected(table: Table, spec: Spec, stored: dict[str, str], used: set[str]) -> list[str]:
+    ignored = list(table.ignored)
+    if spec.tie_embeddings:
+        ignored += [f"^{re.escape(name)}$" for name in table.tied_copies]
+    return sorted(
+        name for canonical, name in stored.items()
+        if name not in used and not any(re.search(p, canonical) for p in ignored)
+    )
+
+
+def check_shapes(steps: list[Step], slots: dict[str, Array], source: TensorSource) -> None:
+    for step in steps:
+        expected = expected_shape(step.rule, [slots[p].shape for p in step.ours])
+        actual = source.shape(step.hf)
+        if actual != expected:
+            raise BadInputError(
+                f"{source.directory}: tensor '{step.hf}' has shape {list(actual)}, expected "
+                f"{list(expected)} for the spec (does config.json match the weights?)"
+            )
+
+
+def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float32) -> Weights:
+    """Weights for `spec` from a Hugging Face model directory (config.json + safetensors).
+
+    Tensors are converted to `dtype` (bf16 / f16 checkpoints included). Tied heads share the
+    embedding array (`lm_head` is None). Raises BadInputError naming any missing, mis-shaped or
+    unexpected tensor, before reading any tensor data.
+    """
+    directory = Path(path)
+    kind = model_type(read_config(directory))
+    weights = skeleton(spec, dtype)
+    slots = dict(array_paths(weights))
+    with TensorSource(directory) as source:
+        steps = checked_plan(TABLES[kind], spec, slots, source, kind)
+        for step in steps:
+            for ours, array in zip(step.ours, convert(step.rule, source.get(step.hf, np.dtype(dtype)))):
+                set_path(weights, ours, array)
+                slots.pop(ours)
+    _check_complete(weights, spec, slots, directory)
+    return weights
+
+
+def checked_plan(table: Table, spec: Spec, slots: dict[str, Array], source: TensorSource,
+                 kind: str) -> list[Step]:
+    """The loading steps, once every needed tensor is known present, expected and well shaped."""
+    stored = canonical_names(table, source.names)
+    base = find_base(table, stored, source.directory, kind)
+    steps, missing = plan(table, spec, base, slots, stored)
+    if missing:
+        raise BadInputError(f"{source.directory}: missing tensor(s) {_listed(missing)}")
+    extra = unexpected(table, spec, stored, {s.hf for s in steps})
+    if extra:
+        raise BadInputError(f"{source.directory}: unexpected tensor(s) {_listed(extra)} "
+                            f"(not part of a {kind} model as tfcli describes it)")
+    check_shapes(steps, slots, source)
+    return steps
+
+
+def _check_complete(weights: Weights, spec: Spec, unfilled: dict[str, Array], where: Path) -> None:
+    if unfilled:  # a table without a rule for some array: a tfcli bug, not the user's
+        raise RuntimeError(f"no checkpoint rule fills {_listed(sorted(unfilled))}")
+    loaded, expected = count_parameters(weights), total_parameters(spec)
+    if loaded != expected:
+        raise BadInputError(f"{where}: loaded {loaded:,} parameters but the spec counts {expected:,}")
