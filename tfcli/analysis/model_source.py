@@ -54,4 +54,5 @@ def load_model(spec_arg: str, *, weights_dir: str | None = None, layers: int | N
                      f"random weights (seed {seed}, std {spec.init_std})", None)
     from tfcli.checkpoints import load_weights  # safetensors only when a checkpoint is used
 
-    return Model(spec, load_weights(checkpoint, spec, dtype=np_dtype), dtype, checkpoint, checkpoint)
+    weights = load_weights(checkpoint, spec, dtype=np_dtype, truncated=layers is not None)
+    return Model(spec, weights, dtype, checkpoint, checkpoint)

@@ -117,9 +117,9 @@ def _random_target(spec: Spec, rng: np.random.Generator, batch: int, length: int
 def _check_length(spec: Spec, inputs: RunInputs) -> None:
     longest = max(inputs.tokens.shape[1],
                   0 if inputs.decoder_tokens is None else inputs.decoder_tokens.shape[1])
-    if spec.positions == "learned" and longest > spec.max_seq_len:
+    if longest > spec.max_seq_len:
         raise BadInputError(f"input of {longest} tokens exceeds max_seq_len {spec.max_seq_len} "
-                            f"of {spec.name} (learned positions)")
+                            f"of {spec.name}")
 
 
 def _mlm_masked(spec: Spec, tokens: Array, seed: int) -> tuple[Array, Array]:

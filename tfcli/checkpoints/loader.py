@@ -175,19 +175,21 @@ def check_shapes(steps: list[Step], slots: dict[str, Array], source: TensorSourc
             )
 
 
-def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float32) -> Weights:
+def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float32, *,
+                 truncated: bool = False) -> Weights:
     """Weights for `spec` from a Hugging Face model directory (config.json + safetensors).
 
     Tensors are converted to `dtype` (bf16 / f16 checkpoints included). Tied heads share the
     embedding array (`lm_head` is None). Raises BadInputError naming any missing, mis-shaped or
-    unexpected tensor, before reading any tensor data.
+    unexpected tensor, before reading any tensor data. `truncated`: the spec keeps only the
+    first blocks of the checkpoint (`--layers K`), so tensors of later blocks are skipped.
     """
     directory = Path(path)
     kind = model_type(read_config(directory))
     weights = skeleton(spec, dtype)
     slots = dict(array_paths(weights))
     with TensorSource(directory) as source:
-        steps = checked_plan(TABLES[kind], spec, slots, source, kind)
+        steps = checked_plan(TABLES[kind], spec, slots, source, kind, truncated)
         for step in steps:
             for ours, array in zip(step.ours, convert(step.rule, source.get(step.hf, np.dtype(dtype)))):
                 set_path(weights, ours, array)
@@ -196,8 +198,15 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
     return weights
 
 
+def _later_block(name: str, spec: Spec) -> bool:
+    """True for a tensor of a block beyond the (truncated) spec: the first number in every
+    family's tensor names is the block index (h.3, layer.3, layers.3, block.3)."""
+    match = re.search(r"\.(\d+)\.", name)
+    return match is not None and int(match.group(1)) >= max(spec.encoder_layers, spec.decoder_layers)
+
+
 def checked_plan(table: Table, spec: Spec, slots: dict[str, Array], source: TensorSource,
-                 kind: str) -> list[Step]:
+                 kind: str, truncated: bool = False) -> list[Step]:
     """The loading steps, once every needed tensor is known present, expected and well shaped."""
     stored = canonical_names(table, source.names)
     base = find_base(table, stored, source.directory, kind)
@@ -205,6 +214,8 @@ def checked_plan(table: Table, spec: Spec, slots: dict[str, Array], source: Tens
     if missing:
         raise BadInputError(f"{source.directory}: missing tensor(s) {_listed(missing)}")
     extra = unexpected(table, spec, stored, {s.hf for s in steps})
+    if truncated:
+        extra = [name for name in extra if not _later_block(name, spec)]
     if extra:
         raise BadInputError(f"{source.directory}: unexpected tensor(s) {_listed(extra)} "
                             f"(not part of a {kind} model as tfcli describes it)")

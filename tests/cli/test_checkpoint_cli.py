@@ -1,0 +1,70 @@
+"""Hugging Face directories through the CLI: import-config, run/generate --weights, --layers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+
+from tfcli.spec_io import parse_spec_text
+
+
+@pytest.fixture(scope="module")
+def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=300, n_positions=64, n_embd=32, n_head=4,
+                                       n_layer=3))
+    path = tmp_path_factory.mktemp("ckpt") / "tiny-gpt2"
+    model.save_pretrained(path)
+    return path
+
+
+def test_import_config_round_trips(invoke, gpt2_dir: Path) -> None:
+    result = invoke("import-config", str(gpt2_dir))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# generated from")
+    spec = parse_spec_text(result.stdout)
+    assert (spec.d_model, spec.n_layers, spec.activation) == (32, 3, "gelu_tanh")
+
+
+def test_directory_as_spec_and_as_weights_agree(invoke, gpt2_dir: Path, tmp_path: Path) -> None:
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(invoke("import-config", str(gpt2_dir)).stdout)
+    a = invoke("run", str(gpt2_dir), "--tokens", "1,2,3", "-f", "json")
+    b = invoke("run", str(spec_file), "--weights", str(gpt2_dir), "--tokens", "1,2,3", "-f", "json")
+    assert a.exit_code == b.exit_code == 0, a.output + b.output
+    assert json.loads(a.stdout)["hidden_norms"] == json.loads(b.stdout)["hidden_norms"]
+    assert json.loads(a.stdout)["weights"] == str(gpt2_dir)
+
+
+def test_layers_truncates_a_checkpoint(invoke, gpt2_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.npz"
+    result = invoke("run", str(gpt2_dir), "--layers", "1", "--tokens", "4,5", "--save-npz", str(out))
+    assert result.exit_code == 0, result.output
+    assert np.load(out)["hidden"].shape == (1, 2, 32)
+
+
+def test_generate_with_weights(invoke, gpt2_dir: Path) -> None:
+    result = invoke("generate", str(gpt2_dir), "--tokens", "1,2", "--max-new-tokens", "4",
+                    "--check-cache", "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["check"]["ok"]
+
+
+def test_weights_that_do_not_match_the_spec(invoke, gpt2_dir: Path) -> None:
+    result = invoke("run", "gpt2", "--weights", str(gpt2_dir), "--tokens", "1")
+    assert result.exit_code == 2
+    assert "tensor" in result.stderr and "Traceback" not in result.output
+
+
+def test_import_config_errors(invoke, tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mamba"}))
+    result = invoke("import-config", str(tmp_path))
+    assert result.exit_code == 2 and "mamba" in result.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert invoke("import-config", str(empty)).exit_code == 2
