@@ -1,0 +1,238 @@
+"""Rendering of a depth sweep: the rich table with the verdict under it, the terminal chart
+(plotext) and the PNG chart (matplotlib, the optional `tfcli[plot]` extra).
+
+Nothing here computes: the flags that pick the colours and the verdict text come with the result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tfcli.analysis.depth_result import (
+    COLLAPSE_BELOW, EXPLOSION_ABOVE, RANK_COLLAPSE_ABOVE, DepthPoint, DepthSweepResult,
+)
+from tfcli.errors import BadInputError
+
+FLAG_STYLES = {"collapse": "bold blue", "explosion": "bold red", "rank_collapse": "bold magenta"}
+BROKEN_STYLE = "bold white on red"
+GROUP_HEADER_STYLES = ("bold cyan", "bold green", "bold yellow", "bold magenta")
+CHART_TITLE = "output / input norm vs depth (log-log)"
+PLOT_NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'tfcli[plot]'"
+
+
+# --- table -----------------------------------------------------------------------------------
+
+
+def render_depth_sweep(result: DepthSweepResult) -> RenderableType:
+    """The table (rows = depth, a group of columns per variant) and the verdict under it."""
+    return Group(depth_table(result), Text(""), Text(result.verdict))
+
+
+def depth_table(result: DepthSweepResult) -> Table:
+    table = Table(title=_title(result), title_justify="left", caption=_legend(result),
+                  caption_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
+    table.add_column("depth", justify="right", style="bold", no_wrap=True, min_width=5)
+    for i, name in enumerate(result.variant_names):
+        style = GROUP_HEADER_STYLES[i % len(GROUP_HEADER_STYLES)]
+        # The variant names the first column of its group only, which keeps the table narrow.
+        for j, column in enumerate(("ratio", "min–max", "gain", "cos")):
+            header = Text(f"{name if j == 0 else ''}\n{column}", style=style)
+            table.add_column(header, justify="right", no_wrap=True)
+    for depth in result.depths:
+        cells: list[Text | str] = [str(depth)]
+        for name in result.variant_names:
+            cells += _cells(result.point(depth, name))
+        table.add_row(*cells)
+    return table
+
+
+def _title(result: DepthSweepResult) -> str:
+    what = result.spec_name or "no spec"
+    mode = "shared weights" if result.share_weights else "independent layers"
+    if result.sublayer == "linear":
+        sub = f"linear (weight scale {result.weight_scale:.3g})"
+    else:
+        attention = "" if result.sublayer == "ffn" else (
+            ", causal attention" if result.causal else ", bidirectional attention")
+        sub = f"{result.sublayer} (init std {result.init_std:g}{attention})"
+    return (f"depth sweep — {what}, sublayer {sub}, d_model {result.d_model}, "
+            f"seq {result.seq_len}, batch {result.batch}, {result.dtype}, {mode}")
+
+
+def _legend(result: DepthSweepResult) -> Text:
+    text = Text(f"ratio: mean per-position output norm / input norm ({result.input_norm:.4g}). "
+                f"gain: ||J v|| / ||v||, central differences, mean of {result.n_directions} "
+                "directions. cos: mean cosine between positions. ", style="dim")
+    for i, (flag, rule) in enumerate((
+        ("collapse", f"collapse < {COLLAPSE_BELOW:g}"),
+        ("explosion", f"explosion > {EXPLOSION_ABOVE:g}"),
+        ("rank_collapse", f"rank collapse: cos > {RANK_COLLAPSE_ABOVE:g}"),
+    )):
+        text.append(", " if i else "", "dim")
+        text.append(rule, FLAG_STYLES[flag])
+    return text
+
+
+def _cells(p: DepthPoint) -> list[Text | str]:
+    if p.status != "ok":
+        return [Text(p.status, style=BROKEN_STYLE), "", "", ""]
+    ratio_style = next((FLAG_STYLES[f] for f in ("collapse", "explosion") if f in p.flags), "")
+    cos_style = FLAG_STYLES["rank_collapse"] if "rank_collapse" in p.flags else ""
+    return [
+        Text(_g(p.norm_ratio), style=ratio_style),
+        f"{_g(p.norm_min, 2)}–{_g(p.norm_max, 2)}",
+        _g(p.gain),
+        Text("–" if p.cosine is None else f"{p.cosine:.3f}", style=cos_style),
+    ]
+
+
+def _g(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:.{digits}g}"
+
+
+# --- charts ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Chart:
+    """The chart laid out for a terminal: log2(depth) across, log10(ratio) up, so both axes are
+    plain linear rulers with our own tick labels (plotext's log rulers mislabel wide ranges)."""
+
+    lines: list[tuple[str, list[float], list[float]]]  # (label, log2 depth, log10 ratio)
+    x_ticks: tuple[list[float], list[str]]
+    y_ticks: tuple[list[float], list[str]]
+    y_limits: tuple[float, float]
+
+
+def _series(result: DepthSweepResult) -> list[tuple[str, list[int], list[float]]]:
+    """(label, depths, norm ratios) per variant, over the depths where it was measured."""
+    series = []
+    for summary in result.variants:
+        points = [p for p in result.series(summary.name) if p.norm_ratio]
+        label = summary.name
+        if summary.failed_at_layer is not None:
+            label += f" ({summary.status} at layer {summary.failed_at_layer})"
+        series.append((label, [p.depth for p in points], [p.norm_ratio or 1.0 for p in points]))
+    return series
+
+
+def _layout(result: DepthSweepResult) -> _Chart:
+    series = [s for s in _series(result) if s[1]]
+    lines = [(label, [math.log2(d) for d in depths], [math.log10(r) for r in ratios])
+             for label, depths, ratios in series]
+    ups = [y for _, _, ys in lines for y in ys] or [0.0]
+    low, high = math.floor(min(ups)), max(math.ceil(max(ups)), math.floor(min(ups)) + 1)
+    step = max(1, math.ceil((high - low) / 6))
+    powers = [low + i * step for i in range(math.ceil((high - low) / step) + 1)]  # up to >= high
+    labels = [f"{10.0**k:g}" if abs(k) <= 2 else f"1e{k}" for k in powers]
+    shown = _depth_ticks(result, series)
+    return _Chart(lines, ([math.log2(d) for d in shown], [str(d) for d in shown]),
+                  ([float(k) for k in powers], labels), (float(low), float(powers[-1])))
+
+
+def _depth_ticks(result: DepthSweepResult, series: list[tuple[str, list[int], list[float]]]) -> list[int]:
+    shown = [d for d in result.depths if any(d in s[1] for s in series)]
+    return shown[:: max(1, math.ceil(len(shown) / 10))]  # at most ~10 depth labels
+
+
+def terminal_chart(result: DepthSweepResult, width: int = 80, height: int = 20,
+                   colorless: bool = False) -> str:
+    """The norm-ratio chart as text for the terminal (plotext, imported only here)."""
+    import plotext
+
+    chart = _layout(result)
+    if hasattr(plotext, "build"):  # plotext 5: module-level functions; build() gives the str
+        return _plotext5(plotext, chart, width, height, colorless)
+    fig = plotext.figure  # plotext 6: methods on the master figure; build() gives a matrix
+    fig.clear()
+    fig.plot_size(width, height)
+    for label, xs, ys in chart.lines:
+        fig.draw(fig.signal(xs, ys).label(label).lines())
+    fig.ruler("x").ticks(*chart.x_ticks)
+    fig.ruler("y").ticks(*chart.y_ticks)
+    fig.ruler("y").lim(*chart.y_limits)
+    fig.title(CHART_TITLE)
+    fig.label("depth", "x")
+    text = str(fig.build().string(colorless=colorless))
+    fig.clear()
+    return text
+
+
+def _plotext5(plt: Any, chart: _Chart, width: int, height: int, colorless: bool) -> str:
+    plt.clear_figure()
+    plt.plotsize(width, height)
+    for label, xs, ys in chart.lines:
+        plt.plot(xs, ys, label=label)
+    plt.xticks(*chart.x_ticks)
+    plt.yticks(*chart.y_ticks)
+    plt.ylim(*chart.y_limits)
+    plt.title(CHART_TITLE)
+    plt.xlabel("depth")
+    if colorless:
+        plt.theme("clear")
+    text = str(plt.build())
+    plt.clear_figure()
+    return text
+
+
+def write_png(result: DepthSweepResult, path: str | os.PathLike[str]) -> None:
+    """The same chart as a PNG (matplotlib). Written to a temporary file in the target's folder
+    and renamed over it, so a failure never leaves a half-written image behind."""
+    try:
+        from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
+    except ImportError:
+        raise BadInputError(PLOT_NEEDS_MATPLOTLIB) from None
+    fig = Figure(figsize=(7.5, 4.5), dpi=120, layout="constrained")
+    ax = fig.add_subplot()
+    series = _series(result)
+    for label, depths, ratios in series:
+        ax.plot(depths, ratios, marker="o", label=label)
+    for level in (COLLAPSE_BELOW, EXPLOSION_ABOVE):
+        ax.axhline(level, color="grey", linestyle=":", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ticks = _depth_ticks(result, series)
+    ax.set_xticks(ticks, [str(d) for d in ticks])
+    ax.minorticks_off()
+    ax.set_yscale("log")
+    ax.set_xlabel("depth")
+    ax.set_ylabel("output norm / input norm")
+    ax.set_title(f"{result.spec_name or 'linear'} — {CHART_TITLE}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    _save_atomically(fig, Path(path))
+
+
+def _save_atomically(fig: Any, path: Path) -> None:
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise BadInputError(f"--plot: cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            fig.savefig(out, format="png")
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give it a normal file's mode
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise BadInputError(f"--plot: cannot write {path}: {exc.strerror or exc}") from None
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
