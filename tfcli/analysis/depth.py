@@ -69,7 +69,7 @@ class DepthSweepOptions:
     # --d-model, --n-heads, --d-ff, --init-std, ...: spec fields, applied with spec.replace.
     # A None value means "not given" and is skipped. Without a spec only d_model is allowed.
     overrides: Mapping[str, Any] = field(default_factory=dict)
-    n_directions: int = 4  # --directions: random directions averaged for the gain
+    n_directions: int = 3  # --directions: random directions averaged for the gain
     fd_step: float | None = None  # --fd-step: relative step h/||x||; default eps^(1/3) of dtype
     causal: bool | None = None  # None: causal iff the spec is a decoder
 

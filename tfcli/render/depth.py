@@ -179,11 +179,9 @@ def _plotext5(plt: Any, chart: _Chart, width: int, height: int, colorless: bool)
     plt.ylim(*chart.y_limits)
     plt.title(CHART_TITLE)
     plt.xlabel("depth")
-    if colorless:
-        plt.theme("clear")
     text = str(plt.build())
     plt.clear_figure()
-    return text
+    return str(plt.uncolorize(text)) if colorless else text
 
 
 def write_png(result: DepthSweepResult, path: str | os.PathLike[str]) -> None:
