@@ -4,13 +4,19 @@ their defining formulas; MoE routing against a dense all-experts computation."""
 from __future__ import annotations
 
 import math
+from unittest.mock import patch
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 from tests.engine.engine_specs import make_spec
-from tfcli.engine.attention import attention
+from tfcli.engine import attention as attention_module
+from tfcli.engine.attention import attend, attention
 from tfcli.engine.ffn import dense_ffn, ffn
+from tfcli.engine.ops import softmax
 from tfcli.engine.positions import relative_buckets, sinusoidal
 from tfcli.engine.weights import init_weights
 
@@ -124,3 +130,25 @@ def test_moe_routes_each_token_to_its_top_k_experts():
             for e in top:
                 expected[b, t] += probs[e] / probs[top].sum() * dense_ffn(spec, w.experts[e], x[b, t])
     np.testing.assert_allclose(ffn(spec, w, x), expected, rtol=1e-12, atol=1e-14)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 9), st.integers(0, 5), st.sampled_from([1, 2, 4]), st.booleans(), st.data())
+def test_blocked_attend_equals_one_dense_softmax(n_queries, offset, n_kv, causal, data):
+    """Many tiny query blocks (causal trimming, masks, bias per block) == one dense square."""
+    rng = np.random.default_rng(n_queries * 100 + offset)
+    n_keys, n_heads, dh = offset + n_queries, 4, 3
+    q = rng.normal(size=(2, n_heads, n_queries, dh))
+    k, v = rng.normal(size=(2, n_kv, n_keys, dh)), rng.normal(size=(2, n_kv, n_keys, dh))
+    key_mask = data.draw(arrays(bool, (2, n_keys)))
+    bias = rng.normal(size=(1, n_heads, n_queries, n_keys))
+    scores = np.einsum("bhtd,bhsd->bhts", q, np.repeat(k, n_heads // n_kv, axis=1)) * 0.5 + bias
+    allowed = key_mask[:, None, None, :] & (
+        (not causal) | (np.arange(n_keys)[None, :] <= offset + np.arange(n_queries)[:, None]))
+    scores = np.where(allowed, scores, -np.inf)
+    expected = np.einsum("bhts,bhsd->bthd", softmax(scores), np.repeat(v, n_heads // n_kv, axis=1))
+    with patch.object(attention_module, "QUERY_BLOCK_BYTES", 8), \
+            patch.object(attention_module, "MIN_QUERY_BLOCK", data.draw(st.integers(1, 3))):
+        got = attend(q, k, v, 0.5, causal_offset=offset if causal else None, key_mask=key_mask,
+                     position_bias=bias)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from tfcli.engine.ops import (
-    ACTIVATIONS, additive_mask, apply_norm, erf, gelu, gelu_tanh, silu, softmax,
+    ACTIVATIONS, apply_norm, erf, gelu, gelu_tanh, silu, softmax,
 )
 from tfcli.engine.weights import NormWeights
 
@@ -85,17 +85,3 @@ def test_norms():
     np.testing.assert_allclose(apply_norm("rmsnorm", NormWeights(scale, None), x, 1e-6),
                                x / rms * scale, rtol=1e-12)
     assert apply_norm("none", None, x, 1e-5) is x
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.integers(1, 6), st.integers(0, 6), st.data())
-def test_additive_mask_is_causal_and_hides_padding(n_queries, offset, data):
-    n_keys = offset + n_queries
-    key_mask = data.draw(arrays(bool, (2, n_keys)))
-    mask = additive_mask(n_queries, n_keys, causal=True, key_mask=key_mask,
-                         dtype=np.float32, query_offset=offset)
-    for b in range(2):
-        for i in range(n_queries):
-            for j in range(n_keys):
-                allowed = j <= offset + i and key_mask[b, j]
-                assert mask[b, 0, i, j] == (0.0 if allowed else -np.inf)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tfcli.engine.blas import blas_threads
 from tfcli.engine.cache import KVCache
 from tfcli.engine.model import embed, forward_hidden, output_logits
 from tfcli.engine.sampling import SamplingConfig, sample
@@ -24,6 +25,9 @@ from tfcli.spec import Spec
 
 Array = np.ndarray
 PAD_ID = 0  # what fills left padding; never attended to
+# One-token steps are matrix-vector products bound by memory bandwidth: one BLAS thread
+# streams them as fast as two and never waits on a busy core (see blas.py). None = BLAS default.
+DECODE_BLAS_THREADS: int | None = 1
 
 
 @dataclass(frozen=True)
@@ -146,7 +150,7 @@ def _decoder_logits(
         key_positions=key_positions, encoder_out=encoder_out, encoder_mask=encoder_mask,
         cache=cache,
     )
-    return output_logits(spec, weights, hidden[:, -1:])[:, 0]  # (B, 1, d) -> (B, V)
+    return output_logits(spec, weights, hidden[:, -1])  # (B, d) -> (B, V)
 
 
 def prefill(spec: Spec, weights: Weights, tokens: Array, cache: KVCache, *,
@@ -165,7 +169,8 @@ def decode_step(spec: Spec, weights: Weights, token: Array, pos: int, cache: KVC
     """Run one token per sequence (B,) at cache slot `pos` against the cache; logits (B, V)."""
     cache.pos = pos
     step = token.reshape(-1, 1)  # (B,) -> (B, 1)
-    logits = _decoder_logits(spec, weights, step, cache, pos, batch, encoder_out, encoder_mask)
+    with blas_threads(DECODE_BLAS_THREADS):
+        logits = _decoder_logits(spec, weights, step, cache, pos, batch, encoder_out, encoder_mask)
     cache.pos = pos + 1
     return logits
 

@@ -1,0 +1,23 @@
+"""blas_threads() switches NumPy's OpenBLAS thread count for a block and restores it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfcli.engine.blas import blas_threads, get_blas_threads
+
+
+def test_blas_threads_sets_and_restores():
+    before = get_blas_threads()
+    assert before is not None  # NumPy's wheels ship OpenBLAS; CI must exercise the switch
+    with blas_threads(1):
+        assert get_blas_threads() == 1
+        a = np.ones((64, 64), np.float32)
+        np.testing.assert_array_equal(a @ a, np.full((64, 64), 64.0, np.float32))
+    assert get_blas_threads() == before
+
+
+def test_blas_threads_none_leaves_blas_alone():
+    before = get_blas_threads()
+    with blas_threads(None):
+        assert get_blas_threads() == before

@@ -1,0 +1,76 @@
+"""Thread count of NumPy's OpenBLAS, set per region of code.
+
+A one-token decode step is a chain of small matrix-vector products bound by memory bandwidth.
+Waking a second BLAS thread for each of them costs more than it saves, and on a machine whose
+other core is busy it can make a product 20x slower; large prefill matmuls, in contrast, gain
+from every core. `blas_threads(n)` switches for a `with` block. When NumPy's BLAS is not an
+OpenBLAS that exports its thread setter, it does nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import cache
+
+_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+            "openblas_set_num_threads64_", "openblas_set_num_threads")
+_GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+            "openblas_get_num_threads64_", "openblas_get_num_threads")
+
+
+def _loaded_openblas() -> list[str]:
+    """Paths of OpenBLAS libraries mapped into this process (Linux); [] elsewhere."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+    except OSError:
+        return []
+    return sorted(p for p in paths if p.startswith("/"))
+
+
+def _symbol(lib: ctypes.CDLL, names: tuple[str, ...]) -> Callable[..., int] | None:
+    for name in names:
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            return fn
+    return None
+
+
+@cache
+def _controls() -> tuple[Callable[[int], None], Callable[[], int]] | None:
+    import numpy  # noqa: F401  (make sure NumPy has loaded its BLAS)
+
+    for path in _loaded_openblas():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        setter, getter = _symbol(lib, _SETTERS), _symbol(lib, _GETTERS)
+        if setter is not None and getter is not None:
+            setter.argtypes, getter.restype = [ctypes.c_int], ctypes.c_int
+            return setter, getter
+    return None
+
+
+def get_blas_threads() -> int | None:
+    """OpenBLAS's current thread count, or None when it cannot be controlled."""
+    controls = _controls()
+    return None if controls is None else controls[1]()
+
+
+@contextmanager
+def blas_threads(n: int | None) -> Iterator[None]:
+    """Run the block with OpenBLAS limited to n threads (None: leave it alone)."""
+    controls = _controls()
+    if n is None or controls is None:
+        yield
+        return
+    setter, getter = controls
+    before = getter()
+    setter(n)
+    try:
+        yield
+    finally:
+        setter(before)
