@@ -15,8 +15,10 @@ import pytest
 from rich.console import Console
 
 from tfcli.analysis.depth import DepthSweepOptions, DepthSweepResult, run_depth_sweep
-from tfcli.analysis.depth_stack import Float32Initializer, layer_rng
+from tfcli.analysis.depth_stack import Float32Initializer, _Packing, layer_rng, t5_position_bias
+from tfcli.engine.attention import attention
 from tfcli.engine.model import block_forward
+from tfcli.engine.weights import Initializer
 from tfcli.errors import BadInputError
 from tfcli.render.depth import (
     PLOT_NEEDS_MATPLOTLIB, _save_atomically, render_depth_sweep, terminal_chart, write_png,
@@ -192,6 +194,20 @@ def test_stack_matches_the_engine_block() -> None:
                                    np.linalg.norm(x, axis=-1).mean(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["gpt2", "bert-base", "t5-small", "llama-2-7b"])
+def test_packed_attention_equals_per_sequence_attention(name: str) -> None:
+    """Many short sequences packed side by side with a block-diagonal mask give exactly what the
+    engine gives each sequence on its own: causal or not, RoPE positions, GQA, T5 bias."""
+    spec = load_spec(name).replace(d_model=32, n_heads=4, d_ff=64, n_kv_heads=2, d_head=8)
+    causal = spec.family == "decoder"
+    weights = Initializer(spec, np.random.default_rng(1), np.float64).attention()
+    x = np.random.default_rng(2).normal(size=(23, 7, 32))  # 23 sequences: the last pack is partial
+    bias = t5_position_bias(spec, np.random.default_rng(3), 7, causal, np.dtype(np.float64))
+    expected = attention(spec, weights, x, causal=causal, position_bias=bias)
+    packed = _Packing(causal, bias, np.dtype(np.float64)).attention(spec, weights, x)
+    np.testing.assert_allclose(packed, expected, rtol=0, atol=1e-13)
+
+
 def test_shared_weights_differ_from_independent_layers() -> None:
     base = DepthSweepOptions(depths=(4,), seq_len=5, variants=("pre",))
     shared = run_depth_sweep(small_spec(), DepthSweepOptions(**{**base.__dict__, "share_weights": True}))
@@ -312,6 +328,7 @@ def test_table_and_verdict_render(small_sweep: DepthSweepResult) -> None:
     text = console.export_text()
     assert "residual-no-norm" in text and "min–max" in text
     assert small_sweep.verdict.split(";")[0] in text.replace("\n", " ")
+    assert "norm vs depth" in text and "\x1b[" not in text  # the chart, plain when recorded
 
 
 def test_terminal_chart(small_sweep: DepthSweepResult) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tfcli.engine.attention import attention
+from tfcli.engine.blas import blas_threads
 from tfcli.engine.ffn import ffn
 from tfcli.engine.ops import apply_norm
 from tfcli.engine.positions import relative_bias
@@ -52,9 +53,9 @@ class Float32Initializer(Initializer):
     cost of generating a GPT-2-sized layer. Every variant still sees the same arrays."""
 
     def normal(self, *shape: int) -> Array:
-        out = self.rng.standard_normal(shape, dtype=np.float32)
-        out *= np.float32(self.spec.init_std)
-        return out.astype(self.dtype, copy=False)
+        draws = self.rng.standard_normal(shape, dtype=np.float32)
+        out = np.empty(shape, dtype=self.dtype)
+        return np.multiply(draws, self.spec.init_std, out=out, casting="unsafe")  # scale and cast in one pass
 
 
 def linear_builder(d_model: int, weight_scale: float, eps: float, dtype: np.dtype) -> LayerBuilder:
@@ -309,11 +310,13 @@ def run_stack(
     limit: float,
     progress: Callable[[int, int], None] | None = None,
 ) -> SweepRecord:
-    """One pass to max(depths), measuring at each listed depth; one layer alive at a time (plus
-    the next one, drawn on a worker thread while this one runs: drawing is NumPy C code that
-    releases the GIL, so it overlaps the matrix products)."""
+    """One pass to max(depths), measuring at each listed depth; one layer alive at a time, plus
+    the next one, drawn on a worker thread while this one runs (drawing is NumPy C code that
+    releases the GIL). While it draws, BLAS keeps to one thread: one core draws, one multiplies,
+    instead of three threads fighting for two cores (several times slower on a busy machine)."""
     record, wanted, deepest = SweepRecord(), set(depths), max(depths)
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    drawing = not share_weights and deepest > 1
+    with ThreadPoolExecutor(max_workers=1) as pool, blas_threads(1 if drawing else None):
         pending: Future[Layer] | None = None
         layer = first_layer
         for depth in range(1, deepest + 1):

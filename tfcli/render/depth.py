@@ -34,9 +34,14 @@ PLOT_NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'tfcli[plot]'"
 # --- table -----------------------------------------------------------------------------------
 
 
-def render_depth_sweep(result: DepthSweepResult) -> RenderableType:
-    """The table (rows = depth, a group of columns per variant) and the verdict under it."""
-    return Group(depth_table(result), Text(""), Text(result.verdict))
+def render_depth_sweep(result: DepthSweepResult, *, chart: bool = True, chart_width: int = 80,
+                       chart_height: int = 20) -> RenderableType:
+    """The table (rows = depth, a group of columns per variant), the verdict under it, and the
+    terminal chart (as rich Text, so a console that is not a terminal prints it plain)."""
+    parts: list[RenderableType] = [depth_table(result), Text(""), Text(result.verdict)]
+    if chart:
+        parts += [Text(""), Text.from_ansi(terminal_chart(result, chart_width, chart_height))]
+    return Group(*parts)
 
 
 def depth_table(result: DepthSweepResult) -> Table:
@@ -156,6 +161,7 @@ def terminal_chart(result: DepthSweepResult, width: int = 80, height: int = 20,
         return _plotext5(plotext, chart, width, height, colorless)
     fig = plotext.figure  # plotext 6: methods on the master figure; build() gives a matrix
     fig.clear()
+    fig.theme("simple")  # no canvas colour: readable on dark and light terminals alike
     fig.plot_size(width, height)
     for label, xs, ys in chart.lines:
         fig.draw(fig.signal(xs, ys).label(label).lines())
@@ -171,6 +177,7 @@ def terminal_chart(result: DepthSweepResult, width: int = 80, height: int = 20,
 
 def _plotext5(plt: Any, chart: _Chart, width: int, height: int, colorless: bool) -> str:
     plt.clear_figure()
+    plt.theme("pro")  # plotext 5's theme without a canvas colour
     plt.plotsize(width, height)
     for label, xs, ys in chart.lines:
         plt.plot(xs, ys, label=label)
