@@ -12,6 +12,8 @@ from tfcli.engine.weights import FFNWeights, MoEWeights
 from tfcli.spec import Spec
 
 Array = np.ndarray
+FFN_BLOCK_BYTES = 1 << 22  # ~4 MB of hidden activations per block of rows
+MIN_FFN_ROWS = 64  # wide FFNs still get blocks big enough for an efficient matmul
 
 
 def _linear(x: Array, w: Array, b: Array | None) -> Array:
@@ -21,28 +23,43 @@ def _linear(x: Array, w: Array, b: Array | None) -> Array:
     return out
 
 
-def dense_ffn(spec: Spec, w: FFNWeights, x: Array, observe: Observer | None = None,
-              path: str = "") -> Array:
+def _dense_rows(spec: Spec, w: FFNWeights, x: Array) -> Array:
     """W_down act(x W_up + b_up) + b_down; gated: W_down (act(x W_gate) * (x W_up)).
 
-    x (..., d) -> (..., d).
+    x (n, d) -> (n, d).
     """
-    hidden = _linear(x, w.w_up, w.b_up)  # (..., d) -> (..., d_ff)
-    if observe is not None:
-        observe(path, "ffn_up", hidden.shape)
+    hidden = _linear(x, w.w_up, w.b_up)  # (n, d) -> (n, d_ff)
     if spec.activation in GATE_ACTIVATIONS:
-        gate = _linear(x, w.w_gate, w.b_gate)  # (..., d) -> (..., d_ff)
-        if observe is not None:
-            observe(path, "ffn_gate", gate.shape)
+        gate = _linear(x, w.w_gate, w.b_gate)  # (n, d) -> (n, d_ff)
         hidden *= activation_fn(spec.activation)(gate)
     else:
         hidden = activation_fn(spec.activation)(hidden)
+    return _linear(hidden, w.w_down, w.b_down)  # (n, d_ff) -> (n, d)
+
+
+def dense_ffn(spec: Spec, w: FFNWeights, x: Array, observe: Observer | None = None,
+              path: str = "") -> Array:
+    """The dense FFN on x (..., d) -> (..., d), a block of rows at a time.
+
+    Rows are independent, so the (rows, d_ff) hidden array of one block stays in cache while
+    the activation makes its several elementwise passes over it.
+    """
+    flat = x.reshape(-1, x.shape[-1])  # (..., d) -> (N, d)
+    rows = max(MIN_FFN_ROWS, FFN_BLOCK_BYTES // (spec.d_ff * x.itemsize))
+    if flat.shape[0] <= rows:
+        out = _dense_rows(spec, w, flat)  # (N, d)
+    else:
+        out = np.empty((flat.shape[0], w.w_down.shape[1]), dtype=np.result_type(x, w.w_down))
+        for start in range(0, flat.shape[0], rows):
+            out[start : start + rows] = _dense_rows(spec, w, flat[start : start + rows])
     if observe is not None:
-        observe(path, "activation", hidden.shape)
-    out = _linear(hidden, w.w_down, w.b_down)  # (..., d_ff) -> (..., d)
-    if observe is not None:
-        observe(path, "ffn_down", out.shape)
-    return out
+        hidden = (*x.shape[:-1], spec.d_ff)
+        observe(path, "ffn_up", hidden)
+        if spec.gated:
+            observe(path, "ffn_gate", hidden)
+        observe(path, "activation", hidden)
+        observe(path, "ffn_down", x.shape)
+    return out.reshape(*x.shape[:-1], out.shape[-1])  # (N, d) -> (..., d)
 
 
 def route(router_logits: Array, k: int) -> tuple[Array, Array]:

@@ -1,0 +1,49 @@
+"""FFNs: row blocks change nothing; MoE routing equals a per-token all-experts computation."""
+
+from __future__ import annotations
+
+from unittest.mock import patch
+
+import numpy as np
+import pytest
+
+from tests.engine.engine_specs import make_spec
+from tfcli.engine import ffn as ffn_module
+from tfcli.engine.ffn import dense_ffn, ffn
+from tfcli.engine.ops import ACTIVATIONS
+from tfcli.engine.weights import init_weights
+
+
+@pytest.mark.parametrize("variant, changes", [
+    ("gpt", {}), ("llama_gqa", {}), ("geglu_post", {}), ("mqa_sinusoidal", {}),
+])
+def test_row_blocks_equal_the_formula(variant, changes):
+    spec = make_spec(variant, **changes)
+    w = init_weights(spec, seed=5, dtype=np.float64).decoder.blocks[0].ffn
+    x = np.random.default_rng(0).normal(size=(2, 7, spec.d_model))
+    act = ACTIVATIONS[{"swiglu": "silu", "geglu": "gelu"}.get(spec.activation, spec.activation)]
+    bias = (lambda b: 0 if b is None else b)
+    if spec.gated:
+        hidden = act(x @ w.w_gate + bias(w.b_gate)) * (x @ w.w_up + bias(w.b_up))
+    else:
+        hidden = act(x @ w.w_up + bias(w.b_up))
+    expected = hidden @ w.w_down + bias(w.b_down)
+    with patch.object(ffn_module, "FFN_BLOCK_BYTES", 1), patch.object(ffn_module, "MIN_FFN_ROWS", 3):
+        blocked = dense_ffn(spec, w, x)  # 14 rows in blocks of 3
+    np.testing.assert_allclose(blocked, expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(dense_ffn(spec, w, x), expected, rtol=1e-12, atol=1e-14)
+
+
+def test_moe_routes_each_token_to_its_top_k_experts():
+    spec = make_spec("moe", n_experts=5, experts_per_token=2)
+    w = init_weights(spec, seed=4, dtype=np.float64).decoder.blocks[0].ffn
+    x = np.random.default_rng(2).normal(size=(2, 6, spec.d_model))
+    expected = np.zeros_like(x)
+    for b in range(2):
+        for t in range(6):
+            logits = x[b, t] @ w.router
+            probs = np.exp(logits - logits.max()) / np.exp(logits - logits.max()).sum()
+            top = np.argsort(-probs)[:2]
+            for e in top:
+                expected[b, t] += probs[e] / probs[top].sum() * dense_ffn(spec, w.experts[e], x[b, t])
+    np.testing.assert_allclose(ffn(spec, w, x), expected, rtol=1e-12, atol=1e-14)
