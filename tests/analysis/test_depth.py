@@ -326,9 +326,16 @@ def test_table_and_verdict_render(small_sweep: DepthSweepResult) -> None:
     console = Console(width=200, record=True)
     console.print(render_depth_sweep(small_sweep))
     text = console.export_text()
-    assert "residual-no-norm" in text and "min–max" in text
+    assert "residual-no-norm" in text and "ratio" in text
     assert small_sweep.verdict.split(";")[0] in text.replace("\n", " ")
     assert "norm vs depth" in text and "\x1b[" not in text  # the chart, plain when recorded
+
+
+def test_lesson_table_shows_the_lesson_figures() -> None:
+    console = Console(width=120, record=True)
+    console.print(render_depth_sweep(run_depth_sweep(None, LESSON), chart=False))
+    text = console.export_text()
+    assert "103.043" in text and "5.58357" in text  # the lesson prints 103.043 and 5.5836
 
 
 def test_terminal_chart(small_sweep: DepthSweepResult) -> None:

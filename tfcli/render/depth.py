@@ -51,7 +51,7 @@ def depth_table(result: DepthSweepResult) -> Table:
     for i, name in enumerate(result.variant_names):
         style = GROUP_HEADER_STYLES[i % len(GROUP_HEADER_STYLES)]
         # The variant names the first column of its group only, which keeps the table narrow.
-        for j, column in enumerate(("ratio", "min–max", "gain", "cos")):
+        for j, column in enumerate(("norm", "ratio", "gain", "cos")):
             header = Text(f"{name if j == 0 else ''}\n{column}", style=style)
             table.add_column(header, justify="right", no_wrap=True)
     for depth in result.depths:
@@ -76,7 +76,8 @@ def _title(result: DepthSweepResult) -> str:
 
 
 def _legend(result: DepthSweepResult) -> Text:
-    text = Text(f"ratio: mean per-position output norm / input norm ({result.input_norm:.4g}). "
+    text = Text("norm: mean per-position output norm ||x_t|| (min and max: --format json / csv). "
+                f"ratio: norm / the input's ({result.input_norm:.4g}). "
                 f"gain: ||J v|| / ||v||, central differences, mean of {result.n_directions} "
                 "directions. cos: mean cosine between positions. ", style="dim")
     for i, (flag, rule) in enumerate((
@@ -95,8 +96,8 @@ def _cells(p: DepthPoint) -> list[Text | str]:
     ratio_style = next((FLAG_STYLES[f] for f in ("collapse", "explosion") if f in p.flags), "")
     cos_style = FLAG_STYLES["rank_collapse"] if "rank_collapse" in p.flags else ""
     return [
+        _g(p.norm_mean, 6),
         Text(_g(p.norm_ratio), style=ratio_style),
-        f"{_g(p.norm_min, 2)}–{_g(p.norm_max, 2)}",
         _g(p.gain),
         Text("–" if p.cosine is None else f"{p.cosine:.3f}", style=cos_style),
     ]
