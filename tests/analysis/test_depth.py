@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +16,10 @@ import pytest
 from rich.console import Console
 
 from tfcli.analysis.depth import DepthSweepOptions, DepthSweepResult, run_depth_sweep
-from tfcli.analysis.depth_stack import Float32Initializer, _Packing, layer_rng, t5_position_bias
+from tfcli.analysis.depth_stack import (
+    Float32Initializer, Sublayer, _Packing, health, layer_rng, run_stack, start_states,
+    t5_position_bias,
+)
 from tfcli.engine.attention import attention
 from tfcli.engine.model import block_forward
 from tfcli.engine.weights import Initializer
@@ -249,6 +253,39 @@ def test_float32_overflows_sooner_than_float64() -> None:
     f64 = run_depth_sweep(None, options)
     assert f32.variants[0].failed_at_layer is not None and f64.variants[0].failed_at_layer is not None
     assert f32.variants[0].failed_at_layer < f64.variants[0].failed_at_layer
+
+
+def test_nan_is_reported_from_its_layer_on() -> None:
+    """A body that turns NaN at layer 3 (no overflow before it): status nan from depth 3 on."""
+    calls = {"n": 0}
+
+    def body(x: np.ndarray) -> np.ndarray:
+        calls["n"] += 1
+        return np.full_like(x, np.nan) if calls["n"] == 3 else 0.5 * x
+
+    layer = (Sublayer(norm=lambda x: x, body=body),)
+    x0 = np.random.default_rng(0).normal(size=(1, 4, 8))
+    states = start_states(("plain",), x0, np.random.default_rng(1).normal(size=(2, 1, 4, 8)), 1e-5)
+    record = run_stack(states, layer, lambda rng: layer, seed=0, depths=(2, 3, 5),
+                       share_weights=True, step_rel=1e-5, limit=1e100)
+    assert not isinstance(record.outcomes[(2, "plain")], str)
+    assert record.outcomes[(3, "plain")] == record.outcomes[(5, "plain")] == "nan"
+    assert record.failed == {"plain": ("nan", 3)} and calls["n"] == 3  # not propagated further
+
+
+def test_health_tells_overflow_from_nan() -> None:
+    ok, big = np.ones(4), np.array([1.0, 1e200])
+    assert health([ok], limit=1e100) == "ok"
+    assert health([ok, big], limit=1e100) == "overflow"
+    assert health([np.array([np.inf, np.nan])], limit=1e100) == "overflow"
+    assert health([np.array([1.0, np.nan])], limit=1e100) == "nan"
+
+
+def test_importing_the_renderer_loads_no_plotting_library() -> None:
+    code = ("import sys, tfcli.render.depth, tfcli.analysis.depth; "
+            "print('plotext' in sys.modules, 'matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
 
 
 @pytest.mark.parametrize(
