@@ -20,11 +20,17 @@ stream itself is measured.
 Randomness (one seed, every variant sees the same weights and the same input): a generator
 `np.random.default_rng(seed)` draws layer 0, then the input X0 ~ N(0, 1) (B, T, d), then the k
 finite-difference directions (k, B, T, d). Layer i >= 1 comes from
-`np.random.default_rng([seed, i])` (T5's shared relative-position table from [seed, 0]), so it can be regenerated alone and a
-sweep to depth 64 measures at depth 8 exactly what a sweep to depth 8 does. For the linear
-sublayer with --share-weights this is the lesson's order (W, then X0), so its figures come out.
-Spec layers draw float32 normals (scaled by init_std, cast to --dtype): a fast path that halves
-the cost of generating GPT-2-sized layers.
+`np.random.default_rng([seed, i])` (T5's shared relative-position table from [seed, 0]), so any
+layer can be regenerated alone and a sweep to depth 64 measures at depth 8 exactly what a sweep
+to depth 8 does. For the linear sublayer with --share-weights this is the lesson's order (W,
+then X0), so its figures come out. Spec layers draw float32 normals (scaled by init_std, cast to
+--dtype): a fast path that halves the cost of generating GPT-2-sized layers.
+
+Measured per depth and variant (see depth_result.DepthPoint): per-position output norms (mean,
+min, max) and the mean's ratio to the input's; the gain ||J v|| / ||v|| by central differences
+(depth_stack explains how the pairs are carried); the mean cosine between positions. A variant
+whose activations overflow (past sqrt(max / 16 d), where norms and LayerNorm variances would
+overflow) or turn NaN is marked so from that layer on and is no longer propagated.
 """
 
 from __future__ import annotations
