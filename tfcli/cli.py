@@ -323,6 +323,78 @@ def _trace_execute(spec: Any, report: Any, seed: int, fmt: OutputFormat) -> None
         raise CheckFailedError(f"{len(check.mismatches)} analytic shapes differ from the forward pass")
 
 
+def _int_list(text: str, option: str) -> tuple[int, ...]:
+    from tfcli.errors import BadInputError
+
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise BadInputError(f"{option} takes comma-separated integers, got {text!r}") from None
+
+
+@command("depth-sweep")
+def depth_sweep_cmd(
+    spec: Annotated[str | None, typer.Argument(help="Spec whose block is stacked (not needed for --sublayer linear).", show_default=False)] = None,
+    depths: Annotated[str, typer.Option(help="Depths measured, in one pass to the largest.")] = "1,2,4,8,16,32,64",
+    variants: Annotated[str, typer.Option(help="pre, post, plain, residual-no-norm.")] = "pre,post,plain",
+    sublayer: Annotated[str, typer.Option(help="block | attention | ffn | linear (the lessons' LN + d×d matrix).")] = "block",
+    seq_len: Annotated[int, typer.Option(min=1, help="Positions per sequence.")] = 16,
+    batch: Annotated[int, typer.Option(min=1, help="Sequences.")] = 1,
+    seed: SeedOpt = 0,
+    dtype: Annotated[str, typer.Option(help="float64 or float32.")] = "float64",
+    share_weights: Annotated[bool, typer.Option("--share-weights", help="Reuse one layer at every depth (the lesson's exercise).")] = False,
+    init_std: Annotated[float | None, typer.Option(help="Override the spec's init_std.")] = None,
+    weight_scale: Annotated[float | None, typer.Option(help="--sublayer linear: std of the d×d matrix (default 1/sqrt(d)).")] = None,
+    d_model: Annotated[int | None, typer.Option(help="Override d_model (linear: default 16).")] = None,
+    n_heads: Annotated[int | None, typer.Option(help="Override n_heads.")] = None,
+    n_kv_heads: Annotated[int | None, typer.Option(help="Override n_kv_heads.")] = None,
+    d_ff: Annotated[int | None, typer.Option(help="Override d_ff.")] = None,
+    directions: Annotated[int, typer.Option(min=1, help="Random directions averaged for the Jacobian gain.")] = 3,
+    plot: Annotated[str | None, typer.Option(help="Also write the chart to FILE.png (needs tfcli[plot]).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Residual vs plain vs post-LN stacks: output norms, Jacobian gain and rank collapse by depth.
+
+    Example: tfcli depth-sweep --sublayer linear --share-weights --d-model 16 --seq-len 6 --weight-scale 0.3 --depths 20 --seed 0
+    """
+    from tfcli.analysis.depth import DepthSweepOptions, run_depth_sweep
+    from tfcli.render.depth import check_png_possible, render_depth_sweep, write_png
+
+    overrides = {"d_model": d_model, "n_heads": n_heads, "n_kv_heads": n_kv_heads, "d_ff": d_ff,
+                 "init_std": init_std}
+    options = DepthSweepOptions(
+        depths=_int_list(depths, "--depths"), variants=tuple(v.strip() for v in variants.split(",")),
+        sublayer=sublayer, seq_len=seq_len, batch=batch, seed=seed, dtype=dtype,
+        share_weights=share_weights, weight_scale=weight_scale, overrides=overrides,
+        n_directions=directions,
+    )
+    model_spec = _load(spec) if spec is not None else None
+    if plot:
+        check_png_possible(plot)
+    show_progress = not quiet and fmt is OutputFormat.table
+    result = _with_progress(lambda progress: run_depth_sweep(model_spec, options, progress),
+                            show_progress, "stacking layers")
+    if plot:
+        write_png(result, plot)
+    emit(result, fmt, lambda: render_depth_sweep(result))
+
+
+def _with_progress(work: Callable[[Any], Any], show: bool, label: str) -> Any:
+    """Run work(progress) with a rich progress bar on stderr (or none when not shown)."""
+    if not show:
+        return work(None)
+    from rich.progress import BarColumn, Progress, TimeElapsedColumn
+
+    from tfcli.render.output import stderr_console
+
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  "{task.completed}/{task.total}", TimeElapsedColumn(),
+                  console=stderr_console(), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        return work(lambda done, total: bar.update(task, completed=done, total=total))
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="tfcli")

@@ -192,6 +192,17 @@ def _plotext5(plt: Any, chart: _Chart, width: int, height: int, colorless: bool)
     return str(plt.uncolorize(text)) if colorless else text
 
 
+def check_png_possible(path: str | os.PathLike[str]) -> None:
+    """Fail before a long sweep, not after: matplotlib present and the folder writable."""
+    import importlib.util
+
+    if importlib.util.find_spec("matplotlib") is None:
+        raise BadInputError(PLOT_NEEDS_MATPLOTLIB)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise BadInputError(f"--plot: folder {folder} does not exist")
+
+
 def write_png(result: DepthSweepResult, path: str | os.PathLike[str]) -> None:
     """The same chart as a PNG (matplotlib). Written to a temporary file in the target's folder
     and renamed over it, so a failure never leaves a half-written image behind."""
