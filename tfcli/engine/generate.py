@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfcli.engine.blas import blas_threads
+from tfcli.engine.blas import blas_threads, threads_for_rows
 from tfcli.engine.cache import KVCache
 from tfcli.engine.model import embed, forward_hidden, output_logits
 from tfcli.engine.sampling import SamplingConfig, sample
@@ -25,9 +25,6 @@ from tfcli.spec import Spec
 
 Array = np.ndarray
 PAD_ID = 0  # what fills left padding; never attended to
-# One-token steps are matrix-vector products bound by memory bandwidth: one BLAS thread
-# streams them as fast as two and never waits on a busy core (see blas.py). None = BLAS default.
-DECODE_BLAS_THREADS: int | None = 1
 
 
 @dataclass(frozen=True)
@@ -145,12 +142,13 @@ def _decoder_logits(
         key_positions = batch.positions[:, key_from:end]  # (B, S)
         key_mask = batch.key_mask[:, key_from:end] if batch.padded else None  # (B, S)
     x = embed(spec, weights, tokens, positions)  # (B, t, d)
-    hidden = forward_hidden(
-        spec, weights.decoder, x, causal=True, key_mask=key_mask, positions=positions,
-        key_positions=key_positions, encoder_out=encoder_out, encoder_mask=encoder_mask,
-        cache=cache,
-    )
-    return output_logits(spec, weights, hidden[:, -1])  # (B, d) -> (B, V)
+    with blas_threads(threads_for_rows(tokens.size)):  # a decode step: one thread (blas.py)
+        hidden = forward_hidden(
+            spec, weights.decoder, x, causal=True, key_mask=key_mask, positions=positions,
+            key_positions=key_positions, encoder_out=encoder_out, encoder_mask=encoder_mask,
+            cache=cache,
+        )
+        return output_logits(spec, weights, hidden[:, -1])  # (B, d) -> (B, V)
 
 
 def prefill(spec: Spec, weights: Weights, tokens: Array, cache: KVCache, *,
@@ -169,8 +167,7 @@ def decode_step(spec: Spec, weights: Weights, token: Array, pos: int, cache: KVC
     """Run one token per sequence (B,) at cache slot `pos` against the cache; logits (B, V)."""
     cache.pos = pos
     step = token.reshape(-1, 1)  # (B,) -> (B, 1)
-    with blas_threads(DECODE_BLAS_THREADS):
-        logits = _decoder_logits(spec, weights, step, cache, pos, batch, encoder_out, encoder_mask)
+    logits = _decoder_logits(spec, weights, step, cache, pos, batch, encoder_out, encoder_mask)
     cache.pos = pos + 1
     return logits
 

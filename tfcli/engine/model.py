@@ -15,6 +15,7 @@ import numpy as np
 
 from tfcli.analysis.params import total_parameters
 from tfcli.engine.attention import attention
+from tfcli.engine.blas import blas_threads, threads_for_rows
 from tfcli.engine.ffn import ffn
 from tfcli.engine.ops import Observer, apply_norm
 from tfcli.engine.positions import default_positions, relative_bias, sinusoidal
@@ -245,6 +246,23 @@ def _as_mask(mask: Array | None) -> Array | None:
     return None if mask is None else np.asarray(mask).astype(bool, copy=False)
 
 
+def _encoder_decoder(
+    spec: Spec, weights: Weights, x: Array, mask: Array | None, positions: Array, target: Array,
+    target_mask: Array | None, observe: Observer | None,
+) -> ForwardOutput:
+    """Encode the embedded source x (B, S, d), then decode the target (B, T) against it."""
+    encoded = forward_hidden(spec, weights.encoder, x, causal=False, key_mask=mask,
+                             positions=positions, observe=observe)  # (B, S, d)
+    target_positions = default_positions(1, target.shape[1])  # (1, T)
+    y = embed(spec, weights, target, target_positions, None, observe)  # (B, T, d)
+    hidden = forward_hidden(
+        spec, weights.decoder, y, causal=True, key_mask=target_mask, positions=target_positions,
+        encoder_out=encoded, encoder_mask=mask, observe=observe,
+    )  # (B, T, d)
+    logits, pooled = _heads(spec, weights, hidden, observe)
+    return ForwardOutput(hidden, logits, encoded, pooled)
+
+
 def forward(
     spec: Spec,
     weights: Weights,
@@ -262,28 +280,22 @@ def forward(
     tokens = _as_tokens(spec, tokens, "tokens")
     positions = _as_positions(spec, positions, tokens)
     mask = _as_mask(attention_mask)
-    x = embed(spec, weights, tokens, positions, token_types, observe)  # (B, T, d)
-    if spec.family == "decoder":
-        hidden = forward_hidden(spec, weights.decoder, x, causal=True, key_mask=mask,
-                                positions=positions, observe=observe)
+    if spec.family == "encoder-decoder":
+        if decoder_tokens is None:
+            decoder_tokens = np.zeros((tokens.shape[0], 1), dtype=np.int64)
+        target = _as_tokens(spec, decoder_tokens, "decoder_tokens")
+        _as_positions(spec, None, target)  # the target must fit a learned position table too
+    with blas_threads(threads_for_rows(tokens.size)):  # short inputs: one thread (blas.py)
+        x = embed(spec, weights, tokens, positions, token_types, observe)  # (B, T, d)
+        if spec.family == "encoder-decoder":
+            return _encoder_decoder(spec, weights, x, mask, positions, target,
+                                    _as_mask(decoder_attention_mask), observe)
+        causal = spec.family == "decoder"
+        stack = weights.decoder if causal else weights.encoder
+        hidden = forward_hidden(spec, stack, x, causal=causal, key_mask=mask,
+                                positions=positions, observe=observe)  # (B, T, d)
         logits, pooled = _heads(spec, weights, hidden, observe)
         return ForwardOutput(hidden, logits, None, pooled)
-    encoded = forward_hidden(spec, weights.encoder, x, causal=False, key_mask=mask,
-                             positions=positions, observe=observe)  # (B, S, d)
-    if spec.family == "encoder":
-        logits, pooled = _heads(spec, weights, encoded, observe)
-        return ForwardOutput(encoded, logits, None, pooled)
-    if decoder_tokens is None:
-        decoder_tokens = np.zeros((tokens.shape[0], 1), dtype=np.int64)
-    target = _as_tokens(spec, decoder_tokens, "decoder_tokens")
-    target_positions = _as_positions(spec, None, target)
-    y = embed(spec, weights, target, target_positions, None, observe)  # (B, T, d)
-    hidden = forward_hidden(
-        spec, weights.decoder, y, causal=True, key_mask=_as_mask(decoder_attention_mask),
-        positions=target_positions, encoder_out=encoded, encoder_mask=mask, observe=observe,
-    )
-    logits, pooled = _heads(spec, weights, hidden, observe)
-    return ForwardOutput(hidden, logits, encoded, pooled)
 
 
 # --- memory guard ----------------------------------------------------------------------------
