@@ -1,0 +1,196 @@
+"""Shared by benchmarks/forward.py and benchmarks/generate.py: the same random GPT-2 small on
+both sides, interleaved timing, machine facts (threads, BLAS, load), GEMM peak and memory
+bandwidth, and plain-text / JSON output.
+
+The machines here are shared and noisy: both sides are always timed in the same run, in
+alternating order, and the scripts report ratios.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+from transformers.utils import logging as hf_logging
+
+from tfcli.checkpoints import load_checkpoint
+from tfcli.engine.weights import Weights
+from tfcli.spec import Spec
+
+SEED = 0
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+# --- the model pair --------------------------------------------------------------------------
+
+
+def gpt2_pair(attn_implementation: str) -> tuple[GPT2LMHeadModel, Spec, Weights]:
+    """GPT2LMHeadModel(GPT2Config()) from torch.manual_seed(0), in eval mode, and the same
+    weights loaded into tfcli (float32) from its save_pretrained directory."""
+    hf_logging.disable_progress_bar()
+    torch.manual_seed(SEED)
+    model = GPT2LMHeadModel(GPT2Config(attn_implementation=attn_implementation)).eval()
+    with tempfile.TemporaryDirectory() as directory:
+        model.save_pretrained(directory)
+        spec, weights = load_checkpoint(directory, np.float32)
+    return model, spec, weights
+
+
+def random_tokens(vocab_size: int, length: int) -> np.ndarray:
+    """(1, length) int64 token ids from default_rng(SEED)."""
+    return np.random.default_rng(SEED).integers(0, vocab_size, size=(1, length), dtype=np.int64)
+
+
+# --- timing ----------------------------------------------------------------------------------
+
+
+def seconds(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def interleave(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, list[Any]]:
+    """Call every fn once per round, reversing the order each round (A B, B A, ...), so slow
+    spells on a shared machine hit both sides alike. Returns each fn's results, in order."""
+    results: dict[str, list[Any]] = {name: [] for name in fns}
+    names = list(fns)
+    for round_ in range(repeats):
+        for name in (names if round_ % 2 == 0 else names[::-1]):
+            results[name].append(fns[name]())
+    return results
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+# --- machine facts ---------------------------------------------------------------------------
+
+
+def load_average() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def numpy_blas() -> str:
+    """The BLAS numpy was built against: 'scipy-openblas 0.3.31 (... Haswell MAX_THREADS=64)'."""
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+    except Exception:  # older numpy: no dict mode
+        return "unknown"
+    config = blas.get("openblas configuration", "")
+    return f"{blas.get('name', '?')} {blas.get('version', '')} ({config})".strip()
+
+
+def engine_revision() -> str:
+    """The commit measured, plus '+ uncommitted tfcli/ changes' when the engine is being edited."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, check=True,
+                              cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--", "../tfcli")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    return commit + (" + uncommitted tfcli/ changes" if dirty else "")
+
+
+def machine_facts() -> dict[str, Any]:
+    return {
+        "tfcli_revision": engine_revision(),
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "numpy_blas": numpy_blas(),
+        "load_average_1_5_15": load_average(),
+        "thread_env": {k: os.environ[k] for k in THREAD_ENV if k in os.environ},
+    }
+
+
+def gemm_gflops(m: int, k: int, n: int, repeats: int) -> float:
+    """Best-of-`repeats` NumPy float32 (m, k) @ (k, n), in GFLOP/s (2 m k n FLOPs)."""
+    rng = np.random.default_rng(SEED)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    a @ b  # warm-up: threads started, pages touched
+    best = min(seconds(lambda: a @ b) for _ in range(repeats))
+    return 2 * m * k * n / best / 1e9
+
+
+def memory_bandwidth(n_bytes: int, repeats: int) -> dict[str, float]:
+    """Best-of-`repeats` bandwidths in GB/s over one float32 buffer of n_bytes (far past the
+    caches), each a different way to stream it:
+    copy = np.copyto into a second buffer, counted 2 * bytes (read + write), one thread;
+    read_numpy_sum = np.sum, counted bytes, one thread;
+    read_torch_sum = torch.sum, counted bytes, torch's threads;
+    read_numpy_gemv = (1, K) @ (K, 4096) through numpy's BLAS, counted bytes, BLAS threads
+    (the access pattern of a decode step: every weight read once)."""
+    src = np.ones(n_bytes // 4, dtype=np.float32)
+    dst = np.empty_like(src)
+    matrix = src.reshape(-1, 4096)  # (K, 4096), a view
+    row = np.ones((1, matrix.shape[0]), dtype=np.float32)  # (1, K)
+    as_torch = torch.from_numpy(src)
+    kernels = {
+        "copy": (lambda: np.copyto(dst, src), 2 * src.nbytes),
+        "read_numpy_sum": (lambda: src.sum(), src.nbytes),
+        "read_torch_sum": (lambda: as_torch.sum(), src.nbytes),
+        "read_numpy_gemv": (lambda: row @ matrix, src.nbytes),
+    }
+    best = {}
+    for name, (kernel, moved) in kernels.items():
+        kernel()  # warm-up: pages touched, threads started
+        best[name] = moved / min(seconds(kernel) for _ in range(repeats)) / 1e9
+    return best
+
+
+def configure_torch(threads: int | None) -> None:
+    """torch.set_num_threads(threads) when given; otherwise torch keeps its default."""
+    if threads:
+        torch.set_num_threads(threads)
+
+
+# --- output ----------------------------------------------------------------------------------
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain right-aligned text table; floats are shown with 2 decimals unless pre-formatted."""
+    cells = [[f"{c:.2f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
+    return "\n".join(lines)
+
+
+def int_list(text: str) -> list[int]:
+    """'128,512,1024' -> [128, 512, 1024]."""
+    return [int(part) for part in text.split(",")]
+
+
+def print_header(title: str, results: dict[str, Any]) -> None:
+    """The setup lines every benchmark prints above its table."""
+    facts = results["machine"]
+    print(f"{title}; transformers attention: {results['attn_implementation']}; "
+          f"{results['repeats']} interleaved repeats, median")
+    print(f"torch threads {facts['torch_threads']}, CPUs {facts['cpus']}, numpy BLAS: "
+          f"{facts['numpy_blas']}; thread variables {facts['thread_env'] or 'unset'}")
+    print(f"tfcli {facts['tfcli_revision']}; load average (1/5/15 min) at start "
+          f"{facts['load_average_1_5_15']}, at end {results['load_average_end']}")
+
+
+def verdict(value: float, target: float, higher_is_better: bool) -> str:
+    ok = value >= target if higher_is_better else value <= target
+    return "meets" if ok else "MISSES"
+
+
+def print_json(results: dict[str, Any]) -> None:
+    print(json.dumps(results, indent=2, default=float))

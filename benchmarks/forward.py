@@ -1,0 +1,125 @@
+"""Full forward pass: tfcli (NumPy) vs transformers (PyTorch CPU), GPT-2 small, batch 1.
+
+Both sides run the SAME random weights (GPT2LMHeadModel(GPT2Config()) from torch.manual_seed(0),
+saved with save_pretrained and loaded by tfcli.checkpoints.load_checkpoint) on the same token
+ids and return full (1, N, 50257) logits. After one warm-up each, the repeats alternate between
+the two sides; the ratio of the medians is the one judged, the ratio of the best times is shown
+beside it (on a contended machine it is the steadier of the two).
+
+Per N: tfcli ms, torch ms, ratio tfcli/torch (target <= 0.9), max |logit difference|, and tfcli's
+achieved GFLOP/s (analytic FLOPs from tfcli.analysis.trace.build_trace / median time) as a
+share of the NumPy float32 GEMM peak (target >= 70%). The peak divided by is the large square
+GEMM (2048^3, best of several, measured before and after the sizes); the (N, 768) @ (768, 3072)
+GEMM of GPT-2's own FFN shape is shown beside it.
+
+    python benchmarks/forward.py                     # N = 128, 512, 1024; 5 repeats
+    python benchmarks/forward.py --quick             # N = 128, 512; 2 repeats
+    python benchmarks/forward.py --attn eager --json
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+import torch
+
+from _common import (
+    configure_torch, gemm_gflops, gpt2_pair, int_list, interleave, load_average, machine_facts,
+    median, print_header, print_json, random_tokens, seconds, table, verdict,
+)
+from tfcli.analysis.trace import build_trace
+from tfcli.engine.model import forward
+
+RATIO_TARGET = 0.9  # tfcli time / torch time, at most
+PEAK_SHARE_TARGET = 0.70  # achieved GFLOP/s / large-GEMM peak, at least
+PEAK_SIZE = 2048
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", default=None, help="sequence lengths, comma-separated "
+                        "(default 128,512,1024; --quick 128,512)")
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs per side per "
+                        "size (default 5; --quick 2)")
+    parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    parser.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa",
+                        help="transformers attention implementation (default sdpa)")
+    parser.add_argument("--torch-threads", type=int, default=None,
+                        help="torch.set_num_threads for transformers (default: torch's own)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = parser.parse_args()
+    args.sizes = int_list(args.sizes or ("128,512" if args.quick else "128,512,1024"))
+    args.repeats = args.repeats or (2 if args.quick else 5)
+    return args
+
+
+def measure_size(model: Any, spec: Any, weights: Any, n: int, repeats: int) -> dict[str, Any]:
+    tokens = random_tokens(spec.vocab_size, n)  # (1, N)
+    ids = torch.from_numpy(tokens)
+
+    def run_tfcli() -> np.ndarray:
+        return forward(spec, weights, tokens).logits  # (1, N, V)
+
+    def run_torch() -> torch.Tensor:
+        with torch.inference_mode():
+            return model(ids).logits  # (1, N, V)
+
+    ours, theirs = run_tfcli(), run_torch()  # warm-up, and the parity check
+    max_diff = float(np.abs(ours - theirs.numpy()).max())
+    del ours, theirs
+    times = interleave({"tfcli": lambda: seconds(run_tfcli),
+                        "torch": lambda: seconds(run_torch)}, repeats)
+    tfcli_s, torch_s = median(times["tfcli"]), median(times["torch"])
+    flops = build_trace(spec, seq_len=n).total_flops
+    return {
+        "n": n, "tfcli_ms": tfcli_s * 1e3, "torch_ms": torch_s * 1e3, "ratio": tfcli_s / torch_s,
+        "ratio_of_best": min(times["tfcli"]) / min(times["torch"]),
+        "max_abs_logit_diff": max_diff, "gflop": flops / 1e9,
+        "tfcli_gflops": flops / tfcli_s / 1e9, "torch_gflops": flops / torch_s / 1e9,
+        "ffn_gemm_gflops": gemm_gflops(n, spec.d_model, spec.d_ff, repeats=5),
+        "tfcli_times_ms": [t * 1e3 for t in times["tfcli"]],
+        "torch_times_ms": [t * 1e3 for t in times["torch"]],
+    }
+
+
+def report(results: dict[str, Any]) -> None:
+    peak = results["gemm_peak_gflops"]
+    print_header("GPT-2 small (random, seed 0), batch 1, float32, full logits", results)
+    print(f"NumPy float32 GEMM peak ({PEAK_SIZE}^3, best of several): {peak:.1f} GFLOP/s  "
+          f"<- '% peak' divides by this\n")
+    rows = [[r["n"], f"{r['tfcli_ms']:.1f}", f"{r['torch_ms']:.1f}", f"{r['ratio']:.2f}",
+             f"{r['ratio_of_best']:.2f}", verdict(r["ratio"], RATIO_TARGET, higher_is_better=False),
+             f"{r['gflop']:.1f}", f"{r['tfcli_gflops']:.1f}", f"{r['tfcli_gflops'] / peak:.0%}",
+             verdict(r["tfcli_gflops"] / peak, PEAK_SHARE_TARGET, higher_is_better=True),
+             f"{r['torch_gflops']:.1f}", f"{r['ffn_gemm_gflops']:.1f}",
+             f"{r['max_abs_logit_diff']:.1e}"] for r in results["sizes"]]
+    print(table(["N", "tfcli ms", "torch ms", "tfcli/torch", "(best/best)", f"<={RATIO_TARGET}",
+                 "GFLOP", "tfcli GFLOP/s", "% peak", f">={PEAK_SHARE_TARGET:.0%}", "torch GFLOP/s",
+                 "(N,768)@(768,3072) GFLOP/s", "max |dlogit|"], rows))
+
+
+def main() -> None:
+    args = parse_args()
+    configure_torch(args.torch_threads)
+    facts = machine_facts()
+    model, spec, weights = gpt2_pair(args.attn)
+    peak_before = gemm_gflops(PEAK_SIZE, PEAK_SIZE, PEAK_SIZE, repeats=5)
+    sizes = [measure_size(model, spec, weights, n, args.repeats) for n in args.sizes]
+    peak = max(peak_before, gemm_gflops(PEAK_SIZE, PEAK_SIZE, PEAK_SIZE, repeats=5))
+    results = {
+        "benchmark": "forward", "model": "gpt2-small random (seed 0)",
+        "attn_implementation": model.config._attn_implementation, "repeats": args.repeats,
+        "machine": facts, "load_average_end": load_average(), "gemm_peak_gflops": peak,
+        "gemm_peak_shape": [PEAK_SIZE] * 3, "sizes": sizes,
+        "targets": {"ratio_max": RATIO_TARGET, "peak_share_min": PEAK_SHARE_TARGET},
+    }
+    if args.json:
+        print_json(results)
+    else:
+        report(results)
+
+
+if __name__ == "__main__":
+    main()
