@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfcli.engine.blas import SMALL_ROWS, blas_threads, get_blas_threads, threads_for_rows
+from tfcli.engine.blas import blas_threads, get_blas_threads
 
 
 def test_blas_threads_sets_and_restores():
@@ -21,7 +21,3 @@ def test_blas_threads_none_leaves_blas_alone():
     with blas_threads(None):
         assert get_blas_threads() == before
 
-
-def test_few_rows_run_on_one_thread():
-    assert threads_for_rows(1) == 1 and threads_for_rows(SMALL_ROWS - 1) == 1
-    assert threads_for_rows(SMALL_ROWS) is None

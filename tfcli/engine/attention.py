@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from tfcli.engine.ops import Observer, softmax_
+from tfcli.engine.parallel import linear, parallel_for, split
 from tfcli.engine.positions import apply_rope, default_positions, rope_tables
 from tfcli.engine.weights import AttentionWeights
 from tfcli.spec import Spec
@@ -20,10 +21,7 @@ Array = np.ndarray
 
 
 def _project(x: Array, w: Array, b: Array | None) -> Array:
-    out = x @ w  # (B, T, d) -> (B, T, width)
-    if b is not None:
-        out += b
-    return out
+    return linear(x, w, b)  # (B, T, d) -> (B, T, width)
 
 
 def _split_heads(x: Array, n_heads: int) -> Array:
@@ -93,8 +91,9 @@ def attend(
 
     q (B, H, T, dh); k, v (B, Hkv, S, dh); key_mask (B, S) True = real key; position_bias
     broadcastable to (B, H, T, S); causal_offset: key index of query 0 (None = not causal).
-    Queries go in blocks so each block's scores stay in cache, and a causal block never
-    computes scores for keys after its last query (about half the work of a full square).
+    Queries go in blocks, run in parallel, each small enough for its scores to stay in cache;
+    a causal block never computes scores for keys after its last query (about half the work
+    of a full square).
     Returns (B, T, H, dh), token-major so that merging heads is a free reshape.
     """
     batch, n_heads, length, d_head = q.shape
@@ -102,9 +101,8 @@ def attend(
     group = n_heads // n_kv
     out = np.empty((batch, length, n_heads, d_head), dtype=np.result_type(q, v))  # (B, T, H, dh)
     keys_t = k.swapaxes(-1, -2)  # (B, Hkv, dh, S), a view
-    block = _query_block(n_heads, n_keys, q.itemsize)
-    for q0 in range(0, length, block):
-        q1 = min(length, q0 + block)
+
+    def query_block(q0: int, q1: int) -> None:
         n_used = n_keys if causal_offset is None else min(n_keys, causal_offset + q1)
         q_block = q[:, :, q0:q1] * scale  # (B, H, c, dh)
         q_block = q_block.reshape(batch, n_kv, group * (q1 - q0), d_head)  # (B, Hkv, g*c, dh)
@@ -114,6 +112,9 @@ def attend(
         softmax_(scores)
         mixed = np.matmul(scores, v[:, :, :n_used])  # (B, Hkv, g*c, dh)
         out[:, q0:q1] = mixed.reshape(batch, n_heads, q1 - q0, d_head).transpose(0, 2, 1, 3)
+
+    block = min(_query_block(n_heads, n_keys, q.itemsize), split(length, MIN_QUERY_BLOCK))
+    parallel_for(length, block, query_block)
     if observe is not None:
         observe(path, "scores", (batch, n_heads, length, n_keys))
         observe(path, "softmax", (batch, n_heads, length, n_keys))

@@ -1,12 +1,10 @@
 """Thread count of NumPy's OpenBLAS, set per region of code.
 
-A decode step, or a short prompt, is a chain of matrix products with a handful of rows: bound
-by memory bandwidth, not arithmetic. Waking a second BLAS thread for each costs more than it
-saves, and on a machine whose other core is busy it made such products 5-20x slower in our
-measurements (GPT-2 small decode: 15-18 tokens/s on one thread vs 1.7 on two). Large matmuls,
-in contrast, gain from every core. `blas_threads(n)` switches for a `with` block;
-`threads_for_rows` picks n from the number of rows. When NumPy's BLAS is not an OpenBLAS that
-exports its thread setter, both do nothing.
+The engine runs BLAS on one thread and spreads work over cores itself (parallel.py): OpenBLAS's
+threads busy-wait for each other, and on a 2-core machine whose other core was busy that made
+GPT-2 small 15x slower on a 128-token forward pass and 10x slower per decoded token in our
+measurements. `blas_threads(n)` switches for a `with` block. When NumPy's BLAS is not an
+OpenBLAS that exports its thread setter, it does nothing.
 """
 
 from __future__ import annotations
@@ -54,14 +52,6 @@ def _controls() -> tuple[Callable[[int], None], Callable[[], int]] | None:
             setter.argtypes, getter.restype = [ctypes.c_int], ctypes.c_int
             return setter, getter
     return None
-
-
-SMALL_ROWS = 32  # matmuls with fewer rows than this run on one BLAS thread
-
-
-def threads_for_rows(rows: int) -> int | None:
-    """1 for matrix-vector-like products (fewer than SMALL_ROWS rows); None = BLAS default."""
-    return 1 if rows < SMALL_ROWS else None
 
 
 def get_blas_threads() -> int | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfcli.engine.ops import GATE_ACTIVATIONS, Observer, activation_fn, softmax_
+from tfcli.engine.parallel import linear, parallel_for, split
 from tfcli.engine.weights import FFNWeights, MoEWeights
 from tfcli.spec import Spec
 
@@ -17,10 +18,7 @@ MIN_FFN_ROWS = 64  # wide FFNs still get blocks big enough for an efficient matm
 
 
 def _linear(x: Array, w: Array, b: Array | None) -> Array:
-    out = x @ w  # (..., in) -> (..., out)
-    if b is not None:
-        out += b
-    return out
+    return linear(x, w, b)  # (..., in) -> (..., out); serial inside a parallel row block
 
 
 def _dense_rows(spec: Spec, w: FFNWeights, x: Array) -> Array:
@@ -39,19 +37,23 @@ def _dense_rows(spec: Spec, w: FFNWeights, x: Array) -> Array:
 
 def dense_ffn(spec: Spec, w: FFNWeights, x: Array, observe: Observer | None = None,
               path: str = "") -> Array:
-    """The dense FFN on x (..., d) -> (..., d), a block of rows at a time.
+    """The dense FFN on x (..., d) -> (..., d), in blocks of rows run in parallel.
 
-    Rows are independent, so the (rows, d_ff) hidden array of one block stays in cache while
-    the activation makes its several elementwise passes over it.
+    Rows are independent, so each block is a whole FFN on its own, and its (rows, d_ff)
+    hidden array stays in cache while the activation makes its elementwise passes over it.
     """
     flat = x.reshape(-1, x.shape[-1])  # (..., d) -> (N, d)
     rows = max(MIN_FFN_ROWS, FFN_BLOCK_BYTES // (spec.d_ff * x.itemsize))
+    rows = min(rows, split(flat.shape[0], MIN_FFN_ROWS))  # enough blocks to feed every core
     if flat.shape[0] <= rows:
-        out = _dense_rows(spec, w, flat)  # (N, d)
+        out = _dense_rows(spec, w, flat)  # (N, d); few rows: the matmuls split columns instead
     else:
         out = np.empty((flat.shape[0], w.w_down.shape[1]), dtype=np.result_type(x, w.w_down))
-        for start in range(0, flat.shape[0], rows):
-            out[start : start + rows] = _dense_rows(spec, w, flat[start : start + rows])
+
+        def row_block(r0: int, r1: int) -> None:
+            out[r0:r1] = _dense_rows(spec, w, flat[r0:r1])  # (n, d)
+
+        parallel_for(flat.shape[0], rows, row_block)
     if observe is not None:
         hidden = (*x.shape[:-1], spec.d_ff)
         observe(path, "ffn_up", hidden)

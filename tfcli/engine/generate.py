@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfcli.engine.blas import blas_threads, threads_for_rows
+from tfcli.engine.blas import blas_threads
 from tfcli.engine.cache import KVCache
 from tfcli.engine.model import embed, forward_hidden, output_logits
 from tfcli.engine.sampling import SamplingConfig, sample
@@ -142,7 +142,7 @@ def _decoder_logits(
         key_positions = batch.positions[:, key_from:end]  # (B, S)
         key_mask = batch.key_mask[:, key_from:end] if batch.padded else None  # (B, S)
     x = embed(spec, weights, tokens, positions)  # (B, t, d)
-    with blas_threads(threads_for_rows(tokens.size)):  # a decode step: one thread (blas.py)
+    with blas_threads(1):  # all parallelism comes from the engine's own pool (parallel.py)
         hidden = forward_hidden(
             spec, weights.decoder, x, causal=True, key_mask=key_mask, positions=positions,
             key_positions=key_positions, encoder_out=encoder_out, encoder_mask=encoder_mask,

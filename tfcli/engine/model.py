@@ -15,9 +15,10 @@ import numpy as np
 
 from tfcli.analysis.params import total_parameters
 from tfcli.engine.attention import attention
-from tfcli.engine.blas import blas_threads, threads_for_rows
+from tfcli.engine.blas import blas_threads
 from tfcli.engine.ffn import ffn
 from tfcli.engine.ops import Observer, apply_norm
+from tfcli.engine.parallel import linear
 from tfcli.engine.positions import default_positions, relative_bias, sinusoidal
 from tfcli.engine.weights import BlockWeights, NormWeights, StackWeights, Weights, init_weights
 from tfcli.errors import BadInputError
@@ -197,10 +198,10 @@ def embed(
 def output_logits(spec: Spec, weights: Weights, hidden: Array) -> Array:
     """Vocabulary logits: (B, T, d) -> (B, T, V), tied (token_embedding^T, no copy) or not."""
     if weights.lm_head is not None:
-        return hidden @ weights.lm_head  # (B, T, d) @ (d, V)
+        return linear(hidden, weights.lm_head)  # (B, T, d) @ (d, V)
     if spec.tied_head_rescale:
         hidden = hidden * spec.d_model**-0.5  # T5: rescale before the tied head
-    return hidden @ weights.token_embedding.T  # (B, T, d) @ (d, V), a transposed view
+    return linear(hidden, weights.token_embedding.T)  # (B, T, d) @ (d, V), a transposed view
 
 
 def _heads(spec: Spec, weights: Weights, hidden: Array,
@@ -285,7 +286,7 @@ def forward(
             decoder_tokens = np.zeros((tokens.shape[0], 1), dtype=np.int64)
         target = _as_tokens(spec, decoder_tokens, "decoder_tokens")
         _as_positions(spec, None, target)  # the target must fit a learned position table too
-    with blas_threads(threads_for_rows(tokens.size)):  # short inputs: one thread (blas.py)
+    with blas_threads(1):  # all parallelism comes from the engine's own pool (parallel.py)
         x = embed(spec, weights, tokens, positions, token_types, observe)  # (B, T, d)
         if spec.family == "encoder-decoder":
             return _encoder_decoder(spec, weights, x, mask, positions, target,
