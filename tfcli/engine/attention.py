@@ -26,7 +26,8 @@ def _project(x: Array, w: Array, b: Array | None) -> Array:
 
 def _split_heads(x: Array, n_heads: int) -> Array:
     batch, length, _ = x.shape
-    return x.reshape(batch, length, n_heads, -1).transpose(0, 2, 1, 3)  # (B, T, H*dh) -> (B, H, T, dh)
+    heads = x.reshape(batch, length, n_heads, -1)  # (B, T, H*dh) -> (B, T, H, dh)
+    return heads.transpose(0, 2, 1, 3)  # (B, T, H, dh) -> (B, H, T, dh), a view
 
 
 def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, Array]:
@@ -41,7 +42,9 @@ def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, 
     return q, k, v
 
 
-def _cross_kv(spec: Spec, w: AttentionWeights, context: Array, cache: Any, layer: int) -> tuple[Array, Array]:
+def _cross_kv(
+    spec: Spec, w: AttentionWeights, context: Array, cache: Any, layer: int
+) -> tuple[Array, Array]:
     """K, V (B, Hkv, S, dh) over the encoder output, computed once per sequence when cached."""
     if cache is not None:
         stored = cache.cross(layer)
@@ -78,8 +81,9 @@ def _mask_block(
     if causal_offset is not None:
         first = causal_offset + q0  # key index of this block's first query
         if first + n_queries > n_keys - 1 and n_keys > first + 1:
-            future = np.arange(first + 1, n_keys)[None, :] > np.arange(first, first + n_queries)[:, None]
-            np.copyto(scores[..., first + 1 :], -np.inf, where=future)  # (c, K - first - 1)
+            keys = np.arange(first + 1, n_keys)[None, :]  # (1, K - first - 1)
+            future = keys > np.arange(first, first + n_queries)[:, None]  # (c, K - first - 1)
+            np.copyto(scores[..., first + 1 :], -np.inf, where=future)
 
 
 def attend(

@@ -29,8 +29,9 @@ class KVCache:
         self.v = [np.zeros(shape, dtype=dtype) for _ in range(n_layers)]
         cross_len = source_len if spec.family == "encoder-decoder" else 0
         cross_shape = (batch, n_kv, cross_len, d_head)
-        self.cross_k = [np.zeros(cross_shape, dtype=dtype) for _ in range(n_layers if cross_len else 0)]
-        self.cross_v = [np.zeros(cross_shape, dtype=dtype) for _ in range(n_layers if cross_len else 0)]
+        n_cross = n_layers if cross_len else 0
+        self.cross_k = [np.zeros(cross_shape, dtype=dtype) for _ in range(n_cross)]
+        self.cross_v = [np.zeros(cross_shape, dtype=dtype) for _ in range(n_cross)]
         self._cross_filled = [False] * len(self.cross_k)
 
     @property

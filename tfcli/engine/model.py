@@ -170,7 +170,10 @@ def embed(
     token_types: Array | None = None,
     observe: Observer | None = None,
 ) -> Array:
-    """Token (+ position) (+ token type) embeddings, then the embedding norm: (B, T) -> (B, T, d)."""
+    """Token (+ position) (+ token type) embeddings, then the embedding norm.
+
+    tokens (B, T) -> (B, T, d).
+    """
     x = weights.token_embedding[tokens]  # (B, T) -> (B, T, d)
     if observe is not None:
         observe("embed", "token_embedding", x.shape)

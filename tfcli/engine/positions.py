@@ -23,7 +23,7 @@ def sinusoidal(positions: Array, d_model: int, dtype: np.dtype) -> Array:
 
     positions (B, T) int -> (B, T, d_model). An odd d_model drops the last cosine column.
     """
-    inv_freq = 10000.0 ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)  # (ceil(d/2),)
+    inv_freq = 10000.0 ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)  # (ceil d/2,)
     angles = positions[..., None].astype(np.float64) * inv_freq  # (B, T, ceil(d/2))
     table = np.empty((*positions.shape, d_model), dtype=np.float64)  # (B, T, d)
     table[..., 0::2] = np.sin(angles)
@@ -31,7 +31,9 @@ def sinusoidal(positions: Array, d_model: int, dtype: np.dtype) -> Array:
     return table.astype(dtype, copy=False)
 
 
-def rope_tables(positions: Array, d_head: int, theta: float, dtype: np.dtype) -> tuple[Array, Array]:
+def rope_tables(
+    positions: Array, d_head: int, theta: float, dtype: np.dtype
+) -> tuple[Array, Array]:
     """cos and sin for RoPE (Su et al. 2021) in the HF LLaMA layout: (B, 1, T, d_head) each.
 
     inv_freq_i = theta^(-2i/d) for i < d/2, and the angle table is repeated twice along the
@@ -96,4 +98,5 @@ def relative_bias(
     buckets = relative_buckets(
         relative, bidirectional=bidirectional, n_buckets=table.shape[0], max_distance=max_distance
     )
-    return np.ascontiguousarray(table[buckets].transpose(0, 3, 1, 2))  # (B, T, S, H) -> (B, H, T, S)
+    bias = table[buckets]  # (B, T, S) -> (B, T, S, H)
+    return np.ascontiguousarray(bias.transpose(0, 3, 1, 2))  # (B, T, S, H) -> (B, H, T, S)
