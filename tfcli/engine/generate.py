@@ -126,7 +126,8 @@ def right_pad(rows: list[Array]) -> tuple[Array, Array | None]:
 def encode(spec: Spec, weights: Weights, source: Array, mask: Array | None = None) -> Array:
     """The encoder of an encoder-decoder, run once: (B, S) -> (B, S, d)."""
     x = embed(spec, weights, source)  # (B, S, d)
-    return forward_hidden(spec, weights.encoder, x, causal=False, key_mask=mask)
+    with blas_threads(1):  # all parallelism comes from the engine's own pool (parallel.py)
+        return forward_hidden(spec, weights.encoder, x, causal=False, key_mask=mask)
 
 
 def _decoder_logits(
