@@ -92,12 +92,12 @@ def numpy_blas() -> str:
 
 
 def engine_revision() -> str:
-    """The commit measured, plus '+ uncommitted tfcli/ changes' when the engine is being edited."""
+    """The last commit that touched tfcli/, plus '+ uncommitted tfcli/ changes' when there are."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], capture_output=True, text=True, check=True,
                               cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
     try:
-        commit = git("rev-parse", "--short", "HEAD")
+        commit = git("log", "-1", "--format=%h", "--", "../tfcli")
         dirty = git("status", "--porcelain", "--", "../tfcli")
     except (OSError, subprocess.CalledProcessError):
         return "unknown (not a git checkout)"
