@@ -21,3 +21,10 @@ def test_blas_threads_none_leaves_blas_alone():
     with blas_threads(None):
         assert get_blas_threads() == before
 
+
+
+def test_idle_cores_is_within_bounds() -> None:
+    from tfcli.engine.blas import idle_cores
+
+    assert idle_cores(1) == 1
+    assert 1 <= idle_cores(4, window=0.01) <= 4

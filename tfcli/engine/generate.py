@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfcli.engine.blas import blas_threads
+from tfcli.engine.blas import blas_threads, idle_cores
+from tfcli.engine.parallel import WORKERS
 from tfcli.engine.cache import KVCache
 from tfcli.engine.model import embed, forward_hidden, output_logits
 from tfcli.engine.sampling import SamplingConfig, sample
@@ -133,6 +134,7 @@ def encode(spec: Spec, weights: Weights, source: Array, mask: Array | None = Non
 def _decoder_logits(
     spec: Spec, weights: Weights, tokens: Array, cache: KVCache | None, start: int,
     batch: Batch | None, encoder_out: Array | None, encoder_mask: Array | None,
+    threads: int = 1,
 ) -> Array:
     """Run tokens (B, t) occupying slots [start, start + t); logits (B, V) of the last slot."""
     end = start + tokens.shape[1]
@@ -143,7 +145,7 @@ def _decoder_logits(
         key_positions = batch.positions[:, key_from:end]  # (B, S)
         key_mask = batch.key_mask[:, key_from:end] if batch.padded else None  # (B, S)
     x = embed(spec, weights, tokens, positions)  # (B, t, d)
-    with blas_threads(1):  # all parallelism comes from the engine's own pool (parallel.py)
+    with blas_threads(threads):  # 1 unless a decode step was given idle cores (blas.idle_cores)
         hidden = forward_hidden(
             spec, weights.decoder, x, causal=True, key_mask=key_mask, positions=positions,
             key_positions=key_positions, encoder_out=encoder_out, encoder_mask=encoder_mask,
@@ -164,11 +166,13 @@ def prefill(spec: Spec, weights: Weights, tokens: Array, cache: KVCache, *,
 
 def decode_step(spec: Spec, weights: Weights, token: Array, pos: int, cache: KVCache, *,
                 batch: Batch | None = None, encoder_out: Array | None = None,
-                encoder_mask: Array | None = None) -> Array:
-    """Run one token per sequence (B,) at cache slot `pos` against the cache; logits (B, V)."""
+                encoder_mask: Array | None = None, threads: int = 1) -> Array:
+    """Run one token per sequence (B,) at cache slot `pos` against the cache; logits (B, V).
+    `threads`: BLAS threads for its weight-bound products (see blas.idle_cores)."""
     cache.pos = pos
     step = token.reshape(-1, 1)  # (B,) -> (B, 1)
-    logits = _decoder_logits(spec, weights, step, cache, pos, batch, encoder_out, encoder_mask)
+    logits = _decoder_logits(spec, weights, step, cache, pos, batch, encoder_out, encoder_mask,
+                             threads)
     cache.pos = pos + 1
     return logits
 
@@ -225,6 +229,7 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], max_new_tokens: i
     cache = KVCache(spec, len(rows), max_len, dtype, source_len) if use_cache else None
     sequence = batch.tokens  # (B, L), grows by one column per step (only read when uncached)
     finished = np.zeros(len(rows), dtype=bool)
+    threads = idle_cores(WORKERS) if use_cache and max_new_tokens > 1 else 1
     for step in range(max_new_tokens):
         slot = batch.tokens.shape[1] + step - 1  # slot of the newest token
         if cache is None:
@@ -234,7 +239,8 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], max_new_tokens: i
                              encoder_out=encoder_out, encoder_mask=encoder_mask)
         else:
             logits = decode_step(spec, weights, tokens, slot, cache, batch=batch,  # last step's
-                                 encoder_out=encoder_out, encoder_mask=encoder_mask)
+                                 encoder_out=encoder_out, encoder_mask=encoder_mask,
+                                 threads=threads)
         tokens = sample(logits, config, rng)  # (B,)
         if stop_token is not None:
             tokens = np.where(finished, stop_token, tokens)
