@@ -68,3 +68,22 @@ def test_import_config_errors(invoke, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert invoke("import-config", str(empty)).exit_code == 2
+
+
+def test_text_uses_the_checkpoints_tokenizer_json(invoke, gpt2_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    model_dir = tmp_path / "with-tokenizer"
+    shutil.copytree(gpt2_dir, model_dir)
+    tokenizer = Tokenizer(WordLevel({"[UNK]": 0, "hello": 7, "world": 42}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = Whitespace()
+    tokenizer.save(str(model_dir / "tokenizer.json"))
+    data = json.loads(invoke("run", str(model_dir), "--text", "hello world", "-f", "json").stdout)
+    assert data["tokens"] == [[7, 42]]
+    gen = json.loads(invoke("generate", str(model_dir), "--prompt", "world hello",
+                            "--max-new-tokens", "2", "-f", "json").stdout)
+    assert gen["prompt_tokens"] == [42, 7]
