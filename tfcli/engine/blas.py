@@ -78,23 +78,27 @@ def blas_threads(n: int | None) -> Iterator[None]:
         setter(before)
 
 
-def _cpu_times() -> tuple[int, int] | None:
-    """(idle, total) jiffies over all cores from /proc/stat; None where there is none."""
+def _cpu_times() -> tuple[int, int, int] | None:
+    """(idle, total) jiffies over all cores from /proc/stat, and this process's own CPU jiffies
+    (/proc/self/stat utime + stime, the same clock ticks); None where there is no /proc."""
     try:
         with open("/proc/stat", encoding="ascii") as stat:
             fields = [int(v) for v in stat.readline().split()[1:]]
+        with open("/proc/self/stat", encoding="ascii") as own:
+            mine = own.read().rsplit(")", 1)[1].split()  # after the command name
     except (OSError, ValueError):
         return None
-    return fields[3] + fields[4], sum(fields)  # idle + iowait, everything
+    return fields[3] + fields[4], sum(fields), int(mine[11]) + int(mine[12])
 
 
 def idle_cores(cores: int, window: float = 0.02) -> int:
-    """Cores idle right now, sampled over `window` seconds (at least 1).
+    """Cores not busy with other processes right now, sampled over `window` seconds (>= 1).
 
     Decode steps are bound by memory bandwidth, which one core cannot saturate: with a second
     idle core OpenBLAS's own threads read the weights about 1.5x faster (GPT-2 small gemvs: 10
-    -> 15 GB/s). On a busy core its spinning threads stall instead (10x slower), so the cores
-    are counted before each generation rather than assumed.
+    -> 15 GB/s). On a core another process keeps busy its spinning threads stall instead (10x
+    slower), so the cores are counted before each generation rather than assumed. This
+    process's own threads (e.g. a thread pool still spinning down) count as available.
     """
     first = _cpu_times()
     if first is None or cores <= 1:
@@ -103,5 +107,6 @@ def idle_cores(cores: int, window: float = 0.02) -> int:
     second = _cpu_times()
     if second is None or second[1] == first[1]:
         return 1
-    idle_fraction = (second[0] - first[0]) / (second[1] - first[1])
-    return max(1, min(cores, int(idle_fraction * (os.cpu_count() or cores) + 0.25)))
+    idle, total, own = (b - a for a, b in zip(first, second))
+    available = min(1.0, (idle + own) / total)
+    return max(1, min(cores, int(available * (os.cpu_count() or cores) + 0.25)))
