@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfcli.engine.ops import GATE_ACTIVATIONS, Observer, activation_fn, softmax_
-from tfcli.engine.parallel import linear, parallel_for, split
+from tfcli.engine.parallel import WORKERS, linear, parallel_for
 from tfcli.engine.weights import FFNWeights, MoEWeights
 from tfcli.spec import Spec
 
@@ -43,8 +43,12 @@ def dense_ffn(spec: Spec, w: FFNWeights, x: Array, observe: Observer | None = No
     hidden array stays in cache while the activation makes its elementwise passes over it.
     """
     flat = x.reshape(-1, x.shape[-1])  # (..., d) -> (N, d)
-    rows = max(MIN_FFN_ROWS, FFN_BLOCK_BYTES // (spec.d_ff * x.itemsize))
-    rows = min(rows, split(flat.shape[0], MIN_FFN_ROWS))  # enough blocks to feed every core
+    cap = max(MIN_FFN_ROWS, FFN_BLOCK_BYTES // (spec.d_ff * x.itemsize))
+    # Whole rounds of equal blocks, one per core each, as big as the cache budget allows:
+    # bigger blocks run the matmuls nearer peak (GPT-2, N=512: 128-row blocks 82 GFLOP/s,
+    # 256-row blocks 101 GFLOP/s).
+    n_blocks = WORKERS * -(-flat.shape[0] // (WORKERS * cap))  # ceil
+    rows = max(MIN_FFN_ROWS, -(-flat.shape[0] // n_blocks))
     if flat.shape[0] <= rows:
         out = _dense_rows(spec, w, flat)  # (N, d); few rows: the matmuls split columns instead
     else:

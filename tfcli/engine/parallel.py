@@ -78,6 +78,8 @@ def split(n_items: int, min_block: int, blocks_per_worker: int = 2) -> int:
 
 
 MIN_ROW_BLOCK = 32  # rows per block of a row-split matmul: still an efficient GEMM
+MIN_COL_BLOCK = 1024  # columns per block of a column-split matmul
+WIDE_OUTPUT = 8  # outputs this many times wider than tall are split by columns
 
 
 def linear(x: Array, w: Array, b: Array | None = None) -> Array:
@@ -97,5 +99,20 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
         if b is not None:
             out[r0:r1] += b
 
-    parallel_for(n_rows, split(n_rows, MIN_ROW_BLOCK), rows)
+    if n_cols >= WIDE_OUTPUT * max(n_rows, MIN_COL_BLOCK) and n_rows >= 2 * MIN_ROW_BLOCK:
+        _column_blocks(flat, w, b, out)
+    else:
+        parallel_for(n_rows, split(n_rows, MIN_ROW_BLOCK, blocks_per_worker=1), rows)
     return out.reshape(*x.shape[:-1], n_cols)  # (N, m) -> (..., m)
+
+
+def _column_blocks(flat: Array, w: Array, b: Array | None, out: Array) -> None:
+    """Wide outputs (the vocabulary head: 50k columns for 128 rows) split by columns, so the
+    large weight is streamed once in total instead of once per row block."""
+
+    def columns(c0: int, c1: int) -> None:
+        np.matmul(flat, w[:, c0:c1], out=out[:, c0:c1])  # (N, k) @ (k, c) -> (N, c)
+        if b is not None:
+            out[:, c0:c1] += b[c0:c1]
+
+    parallel_for(w.shape[1], split(w.shape[1], MIN_COL_BLOCK, blocks_per_worker=4), columns)
