@@ -8,6 +8,8 @@ alternating order, and the scripts report ratios.
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import os
 import statistics
@@ -169,6 +171,16 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
     return "\n".join(lines)
+
+
+def add_common_options(parser: argparse.ArgumentParser, quick_help: str) -> None:
+    """The options every side-by-side script shares."""
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa",
+                        help="transformers attention implementation (default sdpa)")
+    parser.add_argument("--torch-threads", type=int, default=None,
+                        help="torch.set_num_threads for transformers (default: torch's own)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
 def int_list(text: str) -> list[int]:

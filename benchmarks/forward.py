@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from _common import (
-    configure_torch, gemm_gflops, gpt2_pair, int_list, interleave, load_average, machine_facts,
+    add_common_options, configure_torch, gemm_gflops, gpt2_pair, int_list, interleave, load_average, machine_facts,
     median, print_header, print_json, random_tokens, seconds, table, verdict,
 )
 from tfcli.analysis.trace import build_trace
@@ -43,12 +43,7 @@ def parse_args() -> argparse.Namespace:
                         "(default 128,512,1024; --quick 128,512)")
     parser.add_argument("--repeats", type=int, default=None, help="timed runs per side per "
                         "size (default 5; --quick 2)")
-    parser.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
-    parser.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa",
-                        help="transformers attention implementation (default sdpa)")
-    parser.add_argument("--torch-threads", type=int, default=None,
-                        help="torch.set_num_threads for transformers (default: torch's own)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_common_options(parser, quick_help="fewer sizes and repeats")
     args = parser.parse_args()
     args.sizes = int_list(args.sizes or ("128,512" if args.quick else "128,512,1024"))
     args.repeats = args.repeats or (2 if args.quick else 5)

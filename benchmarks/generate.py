@@ -34,7 +34,8 @@ import torch
 from transformers.generation.streamers import BaseStreamer
 
 from _common import (
-    configure_torch, gpt2_pair, int_list, interleave, load_average, machine_facts, median,
+    add_common_options, configure_torch, gpt2_pair, int_list, interleave, load_average,
+    machine_facts, median,
     memory_bandwidth, print_header, print_json, random_tokens, table, verdict,
 )
 from tfcli.analysis.params import total_parameters
@@ -187,12 +188,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--cache-repeats", type=int, default=None,
                         help="runs per side of that comparison (default 1: an uncached run "
                         "at 256 tokens takes minutes)")
-    parser.add_argument("--quick", action="store_true", help="fewer tokens and repeats")
-    parser.add_argument("--attn", choices=("sdpa", "eager"), default="sdpa",
-                        help="transformers attention implementation (default sdpa)")
-    parser.add_argument("--torch-threads", type=int, default=None,
-                        help="torch.set_num_threads for transformers (default: torch's own)")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_common_options(parser, quick_help="fewer tokens and repeats")
     args = parser.parse_args()
     args.new_tokens = int_list(args.new_tokens or ("64" if args.quick else "64,256"))
     args.repeats = args.repeats or (1 if args.quick else 3)
