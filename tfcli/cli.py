@@ -373,26 +373,13 @@ def depth_sweep_cmd(
     if plot:
         check_png_possible(plot)
     show_progress = not quiet and fmt is OutputFormat.table
-    result = _with_progress(lambda progress: run_depth_sweep(model_spec, options, progress),
+    from tfcli.render.output import with_progress
+
+    result = with_progress(lambda progress: run_depth_sweep(model_spec, options, progress),
                             show_progress, "stacking layers")
     if plot:
         write_png(result, plot)
     emit(result, fmt, lambda: render_depth_sweep(result))
-
-
-def _with_progress(work: Callable[[Any], Any], show: bool, label: str) -> Any:
-    """Run work(progress) with a rich progress bar on stderr (or none when not shown)."""
-    if not show:
-        return work(None)
-    from rich.progress import BarColumn, Progress, TimeElapsedColumn
-
-    from tfcli.render.output import stderr_console
-
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  "{task.completed}/{task.total}", TimeElapsedColumn(),
-                  console=stderr_console(), transient=True) as bar:
-        task = bar.add_task(label, total=None)
-        return work(lambda done, total: bar.update(task, completed=done, total=total))
 
 
 def main() -> None:

@@ -60,3 +60,16 @@ def _json_default(value: object) -> object:
     if hasattr(value, "tolist"):
         return value.tolist()  # type: ignore[no-any-return]
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def with_progress(work: Callable[[Any], Any], show: bool, label: str) -> Any:
+    """Run work(progress) with a rich progress bar on stderr (or none when not shown)."""
+    if not show:
+        return work(None)
+    from rich.progress import BarColumn, Progress, TimeElapsedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  "{task.completed}/{task.total}", TimeElapsedColumn(),
+                  console=stderr_console(), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        return work(lambda done, total: bar.update(task, completed=done, total=total))
