@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfcli.engine.ops import GATE_ACTIVATIONS, Observer, activation_fn, softmax_
-from tfcli.engine.parallel import WORKERS, linear, parallel_for
+from tfcli.engine.parallel import WORKERS, linear, linear_split, parallel_for
 from tfcli.engine.weights import FFNWeights, MoEWeights
 from tfcli.spec import Spec
 
@@ -26,11 +26,11 @@ def _dense_rows(spec: Spec, w: FFNWeights, x: Array) -> Array:
 
     x (n, d) -> (n, d).
     """
-    hidden = _linear(x, w.w_up, w.b_up)  # (n, d) -> (n, d_ff)
     if spec.activation in GATE_ACTIVATIONS:
-        gate = _linear(x, w.w_gate, w.b_gate)  # (n, d) -> (n, d_ff)
+        gate, hidden = linear_split(x, w, ("w_gate", "w_up"), ("b_gate", "b_up"))  # 2 x (n, d_ff)
         hidden *= activation_fn(spec.activation)(gate)
     else:
+        hidden = _linear(x, w.w_up, w.b_up)  # (n, d) -> (n, d_ff)
         hidden = activation_fn(spec.activation)(hidden)
     return _linear(hidden, w.w_down, w.b_down)  # (n, d_ff) -> (n, d)
 

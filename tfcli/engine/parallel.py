@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from tfcli.engine.blas import blas_threads
+from tfcli.engine.weights import fused_projection
 
 Array = np.ndarray
 
@@ -104,6 +105,23 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
     else:
         parallel_for(n_rows, split(n_rows, MIN_ROW_BLOCK, blocks_per_worker=1), rows)
     return out.reshape(*x.shape[:-1], n_cols)  # (N, m) -> (..., m)
+
+
+def linear_split(x: Array, owner: object, weights: tuple[str, ...],
+                 biases: tuple[str, ...]) -> list[Array]:
+    """[x @ w_i + b_i] for the projections named `weights` / `biases` of `owner`, which all read
+    x: one product when they are column views of one array (weights.arrange_weights), else one
+    product each.
+
+    x (..., k), w_i (k, m_i) -> list of (..., m_i); fused, they are column views of one result.
+    """
+    fused = fused_projection(owner, weights, biases)
+    ws = [getattr(owner, name) for name in weights]
+    if fused is None:
+        return [linear(x, w, getattr(owner, b)) for w, b in zip(ws, biases)]
+    out = linear(x, *fused)  # (..., k) -> (..., sum m_i)
+    bounds = np.cumsum([w.shape[1] for w in ws])[:-1].tolist()
+    return np.split(out, bounds, axis=-1)  # views: (..., m_1), (..., m_2), ...
 
 
 def _column_blocks(flat: Array, w: Array, b: Array | None, out: Array) -> None:
