@@ -1,7 +1,8 @@
-"""FFNs: row blocks change nothing; MoE routing equals a per-token all-experts computation."""
+"""FFNs: rounds of rows and hidden-unit splits change nothing; MoE routing equals a per-token all-experts computation."""
 
 from __future__ import annotations
 
+import dataclasses
 from unittest.mock import patch
 
 import numpy as np
@@ -14,13 +15,14 @@ from tfcli.engine.ops import ACTIVATIONS
 from tfcli.engine.weights import init_weights
 
 
-@pytest.mark.parametrize("variant, changes", [
-    ("gpt", {}), ("llama_gqa", {}), ("geglu_post", {}), ("mqa_sinusoidal", {}),
-])
-def test_row_blocks_equal_the_formula(variant, changes):
-    spec = make_spec(variant, **changes)
+@pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "geglu_post", "mqa_sinusoidal"])
+@pytest.mark.parametrize("n_rows", [7, 40])
+def test_split_ffn_equals_the_formula(variant, n_rows):
+    """Whole products (few rows), one round split by hidden units, and many small rounds all
+    give the textbook FFN; so does an unfused copy of the gate/up weights."""
+    spec = make_spec(variant)
     w = init_weights(spec, seed=5, dtype=np.float64).decoder.blocks[0].ffn
-    x = np.random.default_rng(0).normal(size=(2, 7, spec.d_model))
+    x = np.random.default_rng(0).normal(size=(2, n_rows, spec.d_model))
     act = ACTIVATIONS[{"swiglu": "silu", "geglu": "gelu"}.get(spec.activation, spec.activation)]
     bias = (lambda b: 0 if b is None else b)
     if spec.gated:
@@ -28,10 +30,13 @@ def test_row_blocks_equal_the_formula(variant, changes):
     else:
         hidden = act(x @ w.w_up + bias(w.b_up))
     expected = hidden @ w.w_down + bias(w.b_down)
-    with patch.object(ffn_module, "FFN_BLOCK_BYTES", 1), patch.object(ffn_module, "MIN_FFN_ROWS", 3):
-        blocked = dense_ffn(spec, w, x)  # 14 rows in blocks of 3
-    np.testing.assert_allclose(blocked, expected, rtol=1e-12, atol=1e-14)
+    with patch.object(ffn_module, "HIDDEN_SLICE_BYTES", 1), patch.object(ffn_module, "MIN_SPLIT_ROWS", 3):
+        in_rounds = dense_ffn(spec, w, x)  # rounds of 3 rows, each split by hidden units
+    np.testing.assert_allclose(in_rounds, expected, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(dense_ffn(spec, w, x), expected, rtol=1e-12, atol=1e-14)
+    unfused = dataclasses.replace(w, **{f: None if getattr(w, f) is None else getattr(w, f).copy()
+                                        for f in ("w_up", "w_gate", "b_up", "b_gate")})
+    np.testing.assert_allclose(dense_ffn(spec, unfused, x), expected, rtol=1e-12, atol=1e-14)
 
 
 def test_moe_routes_each_token_to_its_top_k_experts():

@@ -18,7 +18,7 @@ from tfcli.engine.attention import attention
 from tfcli.engine.blas import blas_threads
 from tfcli.engine.ffn import ffn
 from tfcli.engine.ops import Observer, apply_norm
-from tfcli.engine.parallel import linear
+from tfcli.engine.parallel import linear, rowwise
 from tfcli.engine.positions import default_positions, relative_bias, sinusoidal
 from tfcli.engine.weights import BlockWeights, NormWeights, StackWeights, Weights, init_weights
 from tfcli.errors import BadInputError
@@ -43,6 +43,10 @@ class ForwardOutput:
 # --- one block -------------------------------------------------------------------------------
 
 
+def _norm(spec: Spec, norm: NormWeights | None, x: Array) -> Array:
+    return rowwise(lambda rows: apply_norm(spec.norm, norm, rows, spec.norm_eps), x)
+
+
 def _sublayer(
     spec: Spec, norm: NormWeights | None, x: Array, body: Callable[[Array], Array],
     observe: Observer | None, path: str,
@@ -52,7 +56,7 @@ def _sublayer(
     has_norm = spec.norm != "none"
     h = x
     if pre and has_norm:
-        h = apply_norm(spec.norm, norm, x, spec.norm_eps)
+        h = _norm(spec, norm, x)
         if observe is not None:
             observe(path, "norm", h.shape)
     out = body(h)  # (B, T, d), a fresh array: the residual is added into it
@@ -60,7 +64,7 @@ def _sublayer(
     if observe is not None:
         observe(path, "residual_add", out.shape)
     if not pre and has_norm:
-        out = apply_norm(spec.norm, norm, out, spec.norm_eps)
+        out = _norm(spec, norm, out)
         if observe is not None:
             observe(path, "norm", out.shape)
     return out
@@ -153,7 +157,7 @@ def forward_hidden(
             cache=cache, layer=i, observe=observe, path=f"{name}.{i}",
         )
     if stack.final_norm is not None:
-        x = apply_norm(spec.norm, stack.final_norm, x, spec.norm_eps)
+        x = _norm(spec, stack.final_norm, x)
         if observe is not None:
             observe(f"{name}.final_norm", "norm", x.shape)
     return x

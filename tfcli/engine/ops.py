@@ -26,13 +26,16 @@ _GELU_TANH_B = _GELU_TANH_A * 0.044715
 
 def softmax_(x: Array, axis: int = -1) -> Array:
     """Softmax computed in place in `x` (which is returned). A row that is all -inf gives zeros."""
-    row_max = x.max(axis=axis, keepdims=True)
-    # A fully masked row has max -inf; -inf - -inf is NaN, so shift such rows by 0 instead.
-    row_max[~np.isfinite(row_max)] = 0.0
+    row_max = np.maximum.reduce(x, axis=axis, keepdims=True)
+    # A fully masked row has max -inf, and -inf - -inf is NaN: shift it by the lowest finite
+    # value instead, which leaves every -inf at -inf and every other row's max unchanged.
+    np.maximum(row_max, np.finfo(x.dtype).min, out=row_max)
     x -= row_max
     np.exp(x, out=x)
-    total = x.sum(axis=axis, keepdims=True)
-    total[total == 0.0] = 1.0  # all exp(-inf) = 0: keep the zeros instead of 0/0
+    total = np.add.reduce(x, axis=axis, keepdims=True)
+    # A row's own max contributes exp(0) = 1, so only a fully masked row sums below 1 (to 0):
+    # dividing it by 1 keeps its zeros instead of 0/0.
+    np.maximum(total, 1.0, out=total)
     x *= np.reciprocal(total, out=total)
     return x
 
