@@ -25,7 +25,7 @@ from tfcli.checkpoints import (
 )
 from tfcli.checkpoints.loader import canonical_names
 from tfcli.checkpoints.names import BERT
-from tfcli.engine.weights import count_parameters
+from tfcli.engine.weights import count_parameters, fused_projection
 from tfcli.errors import BadInputError, SpecError
 from tfcli.spec_io import load_spec, parse_spec_text
 
@@ -79,6 +79,17 @@ def test_gpt2_tensors_land_in_the_right_places(gpt2_dir: Path, tensors: dict) ->
     np.testing.assert_array_equal(w.decoder.final_norm.bias, tensors["transformer.ln_f.bias"])
     assert w.lm_head is None and spec.tie_embeddings  # tied: the embedding is the head
     assert count_parameters(w) == total_parameters(spec)
+
+
+def test_loaded_weights_are_laid_out_for_decoding(gpt2_dir: Path) -> None:
+    """In NumPy's own memory (huge pages), Q/K/V fused, down projections transposed in memory."""
+    _, w = load_checkpoint(gpt2_dir)
+    block = w.decoder.blocks[0]
+    qkv = fused_projection(block.attn, ("wq", "wk", "wv"), ("bq", "bk", "bv"))
+    assert qkv is not None and qkv[0].flags.owndata and qkv[1] is not None
+    assert block.ffn.w_down.flags.f_contiguous and block.ffn.w_down.flags.owndata
+    for array in (block.ffn.w_up, block.attn.wo, w.token_embedding, w.position_embedding):
+        assert array.flags.owndata, "a view of safetensors' buffer"
 
 
 def test_load_spec_accepts_a_model_directory(gpt2_dir: Path) -> None:

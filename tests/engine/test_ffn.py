@@ -1,4 +1,5 @@
-"""FFNs: rounds of rows and hidden-unit splits change nothing; MoE routing equals a per-token all-experts computation."""
+"""FFNs: rounds of rows and hidden-unit splits change nothing; MoE routing equals a per-token
+all-experts computation."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def test_split_ffn_equals_the_formula(variant, n_rows):
     else:
         hidden = act(x @ w.w_up + bias(w.b_up))
     expected = hidden @ w.w_down + bias(w.b_down)
-    with patch.object(ffn_module, "HIDDEN_SLICE_BYTES", 1), patch.object(ffn_module, "MIN_SPLIT_ROWS", 3):
+    with patch.object(ffn_module, "HIDDEN_SLICE_BYTES", 1), \
+            patch.object(ffn_module, "MIN_SPLIT_ROWS", 3):
         in_rounds = dense_ffn(spec, w, x)  # rounds of 3 rows, each split by hidden units
     np.testing.assert_allclose(in_rounds, expected, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(dense_ffn(spec, w, x), expected, rtol=1e-12, atol=1e-14)

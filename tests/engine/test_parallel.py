@@ -1,5 +1,5 @@
-"""The engine's block pool: every block once, errors surface, no nested deadlock, and a
-row-split matmul equals the plain one."""
+"""The engine's block pool: every block once, errors surface, no nested deadlock, and split
+matmuls and row-wise functions equal the plain ones."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from tfcli.engine import parallel
-from tfcli.engine.parallel import linear, parallel_for
+from tfcli.engine.parallel import linear, linear_split, parallel_for, rowwise
+from tfcli.engine.weights import fuse_columns
 
 
 @pytest.fixture(autouse=True)
@@ -57,3 +58,37 @@ def test_linear_equals_matmul(rows):
     np.testing.assert_allclose(linear(x, w, b), x @ w + b, rtol=1e-13)
     np.testing.assert_allclose(linear(x, w), x @ w, rtol=1e-13)
     assert linear(x.astype(np.float32), w.astype(np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("rows", [1, 63, 64, 300])
+def test_wide_linear_splits_columns_and_equals_matmul(rows):
+    rng = np.random.default_rng(rows)
+    x, w = rng.normal(size=(rows, 12)), rng.normal(size=(12, 2 * parallel.MIN_COL_BLOCK + 5))
+    b = rng.normal(size=w.shape[1])
+    np.testing.assert_allclose(linear(x, w, b), x @ w + b, rtol=1e-13)
+    np.testing.assert_allclose(linear(x, np.asfortranarray(w)), x @ w, rtol=1e-13)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_linear_split_gives_each_projection(fused):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2, 70, 12))
+
+    class Owner:
+        pass
+
+    owner = Owner()
+    ws, bs = [rng.normal(size=(12, n)) for n in (5, 3)], [rng.normal(size=n) for n in (5, 3)]
+    owner.a, owner.b = fuse_columns(ws) if fused else ws
+    owner.ba, owner.bb = fuse_columns(bs) if fused else bs
+    first, second = linear_split(x, owner, ("a", "b"), ("ba", "bb"))
+    np.testing.assert_allclose(first, x @ ws[0] + bs[0], rtol=1e-13)
+    np.testing.assert_allclose(second, x @ ws[1] + bs[1], rtol=1e-13)
+
+
+@pytest.mark.parametrize("rows", [3, 64, 257])
+def test_rowwise_equals_the_function_on_the_whole_array(rows):
+    x = np.random.default_rng(rows).normal(size=(rows, 9))
+    fn = lambda a: a - a.mean(axis=-1, keepdims=True)  # noqa: E731
+    np.testing.assert_array_equal(rowwise(fn, x), fn(x))
+    np.testing.assert_array_equal(rowwise(fn, x.reshape(1, rows, 9)), fn(x).reshape(1, rows, 9))

@@ -32,7 +32,8 @@ def _split_heads(x: Array, n_heads: int) -> Array:
 
 def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, Array]:
     """Q (B, H, T, dh), K and V (B, Hkv, T, dh): one product when Q/K/V are fused."""
-    q, k, v = linear_split(x, w, ("wq", "wk", "wv"), ("bq", "bk", "bv"))  # (B, T, d) -> 3 x (B, T, width)
+    # (B, T, d) -> (B, T, H*dh), (B, T, Hkv*dh) x2
+    q, k, v = linear_split(x, w, ("wq", "wk", "wv"), ("bq", "bk", "bv"))
     q = _split_heads(q, spec.n_heads)  # (B, T, H*dh) -> (B, H, T, dh)
     k = _split_heads(k, spec.kv_heads)  # (B, T, Hkv*dh) -> (B, Hkv, T, dh)
     v = _split_heads(v, spec.kv_heads)

@@ -131,7 +131,8 @@ def rowwise(fn: Callable[[Array], Array], x: Array) -> Array:
     def rows(r0: int, r1: int) -> None:
         out[r0:r1] = fn(flat[r0:r1])
 
-    parallel_for(flat.shape[0], split(flat.shape[0], MIN_ROWWISE_ROWS // 2, blocks_per_worker=1), rows)
+    block = split(flat.shape[0], MIN_ROWWISE_ROWS // 2, blocks_per_worker=1)
+    parallel_for(flat.shape[0], block, rows)
     return out.reshape(x.shape)
 
 

@@ -1,0 +1,103 @@
+"""arrange_weights: the decode-friendly memory layout changes no value, shape or count, and the
+engine gives the same results with and without it."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+from tests.engine.engine_specs import VARIANTS, make_spec
+
+from tfcli.analysis.params import total_parameters
+from tfcli.engine.model import forward
+from tfcli.engine.weights import (
+    FFNWeights, MoEWeights, count_parameters, fuse_columns, fused_array, fused_projection,
+    init_weights, iter_arrays,
+)
+
+
+def _plain(obj: object) -> object:
+    """A deep copy with every array a fresh C-ordered one of its own: no fusion, no F order."""
+    if isinstance(obj, np.ndarray):
+        return np.array(obj, order="C", copy=True)
+    if isinstance(obj, list):
+        return [_plain(item) for item in obj]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.replace(obj, **{f.name: _plain(getattr(obj, f.name))
+                                           for f in dataclasses.fields(obj)})
+    return obj
+
+
+def test_fuse_columns_returns_views_of_one_array():
+    rng = np.random.default_rng(0)
+    parts = [rng.normal(size=(4, n)) for n in (3, 2, 2)]
+    views = fuse_columns(parts)
+    base = fused_array(*views)
+    assert base is not None and base.shape == (4, 7)
+    for view, part in zip(views, parts):
+        np.testing.assert_array_equal(view, part)
+        assert view.base is base
+
+
+def test_fused_array_refuses_other_layouts():
+    a, b, c = fuse_columns([np.ones((3, 2)), np.zeros((3, 2)), np.ones((3, 1))])
+    assert fused_array(a, b, c) is not None
+    assert fused_array(b, a, c) is None  # out of order
+    assert fused_array(a, b) is None  # not the whole array
+    assert fused_array(a, b, c.copy()) is None  # one of them separate
+    assert fused_array(a, None, c) is None
+    assert fused_array(np.ones((3, 2)), np.ones((3, 2))) is None
+
+
+def test_fused_projection_notices_a_reassigned_field():
+    spec = make_spec("gpt")
+    attn = init_weights(spec, seed=0).decoder.blocks[0].attn
+    names, biases = ("wq", "wk", "wv"), ("bq", "bk", "bv")
+    fused = fused_projection(attn, names, biases)
+    assert fused is not None and fused[0].shape == (spec.d_model, 3 * spec.d_model)
+    assert fused_projection(attn, names, biases) is fused  # memoised
+    attn.wk = attn.wk.copy()
+    assert fused_projection(attn, names, biases) is None
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_layout_keeps_the_parameter_count(variant):
+    spec = make_spec(variant)
+    weights = init_weights(spec, seed=1)
+    assert count_parameters(weights) == total_parameters(spec)
+    assert sum(a.size for a in iter_arrays(_plain(weights))) == total_parameters(spec)
+
+
+def test_layout_is_the_documented_one():
+    spec = make_spec("llama_gqa")  # gated FFN, untied head
+    weights = init_weights(spec, seed=0)
+    block = weights.decoder.blocks[0]
+    assert fused_projection(block.attn, ("wq", "wk", "wv"), ("bq", "bk", "bv")) is not None
+    assert isinstance(block.ffn, FFNWeights)
+    assert fused_array(block.ffn.w_gate, block.ffn.w_up) is not None
+    assert block.ffn.w_down.flags.f_contiguous and block.attn.wo.flags.f_contiguous
+    assert weights.lm_head is not None and weights.lm_head.flags.c_contiguous
+    tied = init_weights(make_spec("gpt"), seed=0)
+    assert tied.lm_head is None
+    assert tied.token_embedding.T.flags.c_contiguous  # the tied head's rows are contiguous
+    moe = init_weights(make_spec("moe"), seed=0).decoder.blocks[0].ffn
+    assert isinstance(moe, MoEWeights) and all(e.w_down.flags.f_contiguous for e in moe.experts)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_forward_is_the_same_with_and_without_the_layout(variant):
+    spec = make_spec(variant)
+    weights = init_weights(spec, seed=2, dtype=np.float64)
+    plain = _plain(copy.deepcopy(weights))
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(0, spec.vocab_size, size=(3, 40))  # 120 rows: the split code paths
+    target = None
+    if spec.family == "encoder-decoder":
+        target = rng.integers(0, spec.vocab_size, size=(3, 30))
+    ours = forward(spec, weights, tokens, decoder_tokens=target)
+    theirs = forward(spec, plain, tokens, decoder_tokens=target)
+    np.testing.assert_allclose(ours.hidden, theirs.hidden, rtol=1e-12, atol=1e-12)
+    if ours.logits is not None:
+        np.testing.assert_allclose(ours.logits, theirs.logits, rtol=1e-12, atol=1e-12)
