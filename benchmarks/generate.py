@@ -159,11 +159,11 @@ def report(results: dict[str, Any]) -> None:
                      f"{ours['decode_tps']:.1f}", f"{theirs['decode_tps']:.1f}",
                      f"{c['speedup']:.2f}x", f"{c['speedup_of_best']:.2f}x",
                      verdict(c["speedup"], SPEEDUP_TARGET, True), f"{c['bound_share']:.0%}",
-                     verdict(c["bound_share"], BOUND_SHARE_TARGET, True),
+                     f"{c['best_bound_share']:.0%}", verdict(c["bound_share"], BOUND_SHARE_TARGET, True),
                      f"{ours['end_to_end_tps']:.1f}", f"{theirs['end_to_end_tps']:.1f}",
                      f"{same['matching']}/{same['of']}"])
     print(table(["new", "prefill ms tfcli", "torch", "decode tok/s tfcli", "torch", "tfcli/torch",
-                 "(best/best)", f">={SPEEDUP_TARGET}x", "% bound", f">={BOUND_SHARE_TARGET:.0%}",
+                 "(best/best)", f">={SPEEDUP_TARGET}x", "% bound", "(best)", f">={BOUND_SHARE_TARGET:.0%}",
                  "end-to-end tok/s tfcli", "torch", "same tokens"], rows))
     if results.get("cache") is not None:
         c = results["cache"]
@@ -214,7 +214,8 @@ def main() -> None:
     bandwidth = {name: max(before[name], after[name]) for name in before}
     bound_tps = max(bandwidth.values()) * 1e9 / weight_bytes
     for c in vs_torch:
-        c["bound_share"] = c["tfcli"]["decode_tps"] / bound_tps
+        c["bound_share"] = c["tfcli"]["decode_tps"] / bound_tps  # median run: the judged one
+        c["best_bound_share"] = c["tfcli"]["best_decode_tps"] / bound_tps
     results = {
         "benchmark": "generate", "model": "gpt2-small random (seed 0)",
         "attn_implementation": model.config._attn_implementation, "repeats": args.repeats,

@@ -14,12 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from tfcli.errors import SpecConsistencyError
 
 Family = Literal["decoder", "encoder", "encoder-decoder"]
-Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu"]
+Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh"]
 NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "none"]
 Placement = Literal["pre", "post"]
 Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
 
-GATED_ACTIVATIONS = frozenset({"swiglu", "geglu"})
+GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "geglu_tanh"})
 PositiveInt = Field(gt=0)
 
 

@@ -19,6 +19,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     "moe": {"n_experts": 4, "experts_per_token": 2, "activation": "swiglu", "positions": "rope",
             "norm": "rmsnorm", "bias": False},
     "geglu_post": {"activation": "geglu", "norm_placement": "post", "positions": "learned"},
+    "geglu_tanh": {"activation": "geglu_tanh", "norm": "rmsnorm", "bias": False},
     "relative_decoder": {"positions": "relative", "norm": "rmsnorm", "activation": "silu"},
     "bert": {"family": "encoder", "norm_placement": "post", "embedding_norm": True,
              "type_vocab_size": 2, "pooler": True, "lm_head": False, "activation": "gelu"},

@@ -16,7 +16,7 @@ from tfcli.engine.ops import ACTIVATIONS
 from tfcli.engine.weights import init_weights
 
 
-@pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "geglu_post", "mqa_sinusoidal"])
+@pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "geglu_post", "geglu_tanh", "mqa_sinusoidal"])
 @pytest.mark.parametrize("n_rows", [7, 40])
 def test_split_ffn_equals_the_formula(variant, n_rows):
     """Whole products (few rows), one round split by hidden units, and many small rounds all
@@ -24,7 +24,7 @@ def test_split_ffn_equals_the_formula(variant, n_rows):
     spec = make_spec(variant)
     w = init_weights(spec, seed=5, dtype=np.float64).decoder.blocks[0].ffn
     x = np.random.default_rng(0).normal(size=(2, n_rows, spec.d_model))
-    act = ACTIVATIONS[{"swiglu": "silu", "geglu": "gelu"}.get(spec.activation, spec.activation)]
+    act = ACTIVATIONS[{"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}.get(spec.activation, spec.activation)]
     bias = (lambda b: 0 if b is None else b)
     if spec.gated:
         hidden = act(x @ w.w_gate + bias(w.b_gate)) * (x @ w.w_up + bias(w.b_up))

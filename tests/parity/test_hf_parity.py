@@ -97,9 +97,17 @@ def _t5_v1_1() -> PreTrainedModel:
                                                tie_word_embeddings=False))
 
 
+def _flan_t5() -> PreTrainedModel:
+    """FLAN-T5 / T5 v1.1 as released: gated-gelu, which HF runs with the tanh GELU (geglu_tanh)."""
+    return T5ForConditionalGeneration(T5Config(vocab_size=VOCAB, d_model=64, d_kv=8, d_ff=96,
+                                               num_layers=2, num_decoder_layers=3, num_heads=4,
+                                               feed_forward_proj="gated-gelu",
+                                               tie_word_embeddings=False))
+
+
 CASES: dict[str, Callable[[], PreTrainedModel]] = {
     "gpt2": _gpt2, "bert": _bert, "llama-gqa": _llama_gqa, "llama-bias-tied": _llama_variant,
-    "mixtral": _mixtral, "t5": _t5, "t5-v1_1": _t5_v1_1,
+    "mixtral": _mixtral, "t5": _t5, "t5-v1_1": _t5_v1_1, "flan-t5": _flan_t5,
 }
 
 

@@ -180,7 +180,7 @@ def _t5_activation(c: Config) -> tuple[str, list[str]]:
     if not gated:
         return _activation(c, act, "feed_forward_proj"), []
     if act == "gelu":  # HF runs 'gated-gelu' with gelu_new, the tanh approximation
-        return "geglu", ["gated-gelu uses exact GELU on the gate (HF: tanh approximation)"]
+        return "geglu_tanh", []
     if act in ("silu", "swish"):
         return "swiglu", []
     raise unsupported(c, f"feed_forward_proj '{proj}' is not supported "

@@ -165,7 +165,7 @@ ACTIVATIONS: dict[str, Callable[[Array], Array]] = {
     "silu": silu,
 }
 # Gated FFNs (Shazeer 2020, "GLU Variants"): act(x W_gate) * (x W_up).
-GATE_ACTIVATIONS: dict[str, str] = {"swiglu": "silu", "geglu": "gelu"}
+GATE_ACTIVATIONS: dict[str, str] = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}
 
 
 def activation_fn(name: str) -> Callable[[Array], Array]:
