@@ -1,12 +1,14 @@
-"""Block parallelism on a small thread pool: the engine's only use of more than one core.
+"""Block parallelism on a small thread pool: how the engine uses more than one core for
+matrix-matrix work (decode steps instead give OpenBLAS the idle cores, see blas.idle_cores).
 
 NumPy runs elementwise work on one thread, and OpenBLAS's own threads busy-wait for each
 other: on a machine whose other cores are busy, one descheduled BLAS thread stalled whole
 forward passes 10x in our measurements. Here the work is instead cut into independent blocks
-(rows of a matmul, query blocks of attention, columns of the vocabulary head) that a pool of
-one thread per core takes from a shared queue, each running BLAS single-threaded. NumPy drops
-the GIL inside matmuls and large ufunc loops, so the blocks run truly in parallel; a thread
-that gets descheduled simply takes fewer blocks, and a waiting thread sleeps instead of spinning.
+(columns of a projection's weights, rows of a norm, query blocks of attention, hidden units of
+the FFN in ffn.py) that a pool of one thread per core takes from a shared queue, each running
+BLAS single-threaded. NumPy drops the GIL inside matmuls and large ufunc loops, so the blocks
+run truly in parallel; a thread that gets descheduled simply takes fewer blocks, and a waiting
+thread sleeps instead of spinning.
 """
 
 from __future__ import annotations
