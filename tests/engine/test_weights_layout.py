@@ -13,19 +13,19 @@ from tests.engine.engine_specs import VARIANTS, make_spec
 from tfcli.analysis.params import total_parameters
 from tfcli.engine.model import forward
 from tfcli.engine.weights import (
-    FFNWeights, MoEWeights, count_parameters, fuse_columns, fused_array, fused_projection,
-    init_weights, iter_arrays,
+    FFNWeights, MoEWeights, arrange_weights, count_parameters, fuse_columns, fused_array,
+    fused_projection, init_weights, iter_arrays,
 )
 
 
-def _plain(obj: object) -> object:
-    """A deep copy with every array a fresh C-ordered one of its own: no fusion, no F order."""
+def _plain(obj: object, order: str = "C") -> object:
+    """A deep copy with every array a fresh one of its own in `order`: no fusion."""
     if isinstance(obj, np.ndarray):
-        return np.array(obj, order="C", copy=True)
+        return np.array(obj, order=order, copy=True)
     if isinstance(obj, list):
-        return [_plain(item) for item in obj]
+        return [_plain(item, order) for item in obj]
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.replace(obj, **{f.name: _plain(getattr(obj, f.name))
+        return dataclasses.replace(obj, **{f.name: _plain(getattr(obj, f.name), order)
                                            for f in dataclasses.fields(obj)})
     return obj
 
@@ -70,9 +70,13 @@ def test_layout_keeps_the_parameter_count(variant):
     assert sum(a.size for a in iter_arrays(_plain(weights))) == total_parameters(spec)
 
 
-def test_layout_is_the_documented_one():
+@pytest.mark.parametrize("order", ["as initialised", "C", "F"])
+def test_layout_is_the_documented_one(order):
+    """Whatever order the arrays come in (the loader hands over transposed views)."""
     spec = make_spec("llama_gqa")  # gated FFN, untied head
     weights = init_weights(spec, seed=0)
+    if order != "as initialised":
+        weights = arrange_weights(_plain(weights, order))
     block = weights.decoder.blocks[0]
     assert fused_projection(block.attn, ("wq", "wk", "wv"), ("bq", "bk", "bv")) is not None
     assert isinstance(block.ffn, FFNWeights)

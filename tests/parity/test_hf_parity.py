@@ -44,7 +44,7 @@ from transformers.models.t5 import modeling_t5 as t5
 from tfcli.analysis.params import total_parameters
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import forward
-from tfcli.engine.weights import count_parameters
+from tfcli.engine.weights import count_parameters, fused_projection
 
 VOCAB, BATCH, LENGTH = 128, 2, 12
 F32 = {"rtol": 1e-4, "atol": 1e-4}
@@ -228,3 +228,14 @@ def test_parameter_count_matches_transformers(saved: Saved) -> None:
     hf_total = sum(p.numel() for p in saved.model.parameters())  # tied parameters once
     assert total_parameters(spec) == hf_total
     assert count_parameters(load_weights(saved.path, spec)) == hf_total
+
+
+def test_loaded_checkpoints_are_laid_out_for_decoding(saved: Saved) -> None:
+    """Every family's self-attention Q/K/V load fused, down projections Fortran-ordered."""
+    spec = spec_from_config_dir(saved.path)
+    for stack in load_weights(saved.path, spec).stacks:
+        for block in stack.blocks:
+            assert fused_projection(block.attn, ("wq", "wk", "wv"), ("bq", "bk", "bv")) is not None
+            experts = getattr(block.ffn, "experts", [block.ffn])
+            assert all(e.w_down.flags.f_contiguous for e in experts)
+            assert block.attn.wo.flags.f_contiguous

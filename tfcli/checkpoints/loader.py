@@ -131,7 +131,9 @@ def _owned(array: Array) -> Array:
 
 def convert(rule: Rule, array: Array) -> list[Array]:
     if rule.transform == "linear":
-        return [np.ascontiguousarray(array.T)]  # nn.Linear (out, in) -> (in, out), a new array
+        # nn.Linear (out, in) -> (in, out) as a transposed view; arrange_weights then copies
+        # only the matrices whose layout differs (not the down and output projections)
+        return [_owned(array).T]
     if rule.transform == "split3":
         # GPT-2's c_attn (d, 3d) -> wq, wk, wv as column views: already fused (see arrange_weights)
         return np.split(_owned(array), 3, axis=-1)

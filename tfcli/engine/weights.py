@@ -127,7 +127,9 @@ def _walk(obj: object) -> Iterator[Array]:
 def fuse_columns(parts: Sequence[Array]) -> list[Array]:
     """Copies of `parts` (..., n_i) laid side by side in one new (..., sum n_i) array, returned
     as its consecutive column views; `fused_array(*views)` gives the whole array back."""
-    block = np.concatenate(parts, axis=-1)  # (..., n_1 + n_2 + ...)
+    width = sum(p.shape[-1] for p in parts)
+    block = np.empty((*parts[0].shape[:-1], width), dtype=np.result_type(*parts))  # C order,
+    np.concatenate(parts, axis=-1, out=block)  # whatever order the parts come in: (..., n_1 + ...)
     bounds = np.cumsum([0, *(p.shape[-1] for p in parts)])
     return [block[..., a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -183,26 +185,48 @@ def _fuse(obj: object, weight_names: tuple[str, ...], bias_names: tuple[str, ...
             setattr(obj, name, view)
 
 
+def _c_order(array: Array | None) -> Array | None:
+    return None if array is None else np.ascontiguousarray(array)  # no copy when already so
+
+
+def _arrange_attention(w: AttentionWeights, fuse: bool) -> None:
+    if fuse:
+        _fuse(w, ("wq", "wk", "wv"), ("bq", "bk", "bv"))
+    else:
+        w.wq, w.wk, w.wv = _c_order(w.wq), _c_order(w.wk), _c_order(w.wv)
+    w.wo = np.asfortranarray(w.wo)  # (H*dh, d), memory (d, H*dh)
+
+
 def _arrange_ffn(w: FFNWeights) -> None:
-    _fuse(w, ("w_gate", "w_up"), ("b_gate", "b_up"))
+    if w.w_gate is not None:
+        _fuse(w, ("w_gate", "w_up"), ("b_gate", "b_up"))
+    else:
+        w.w_up = _c_order(w.w_up)
     w.w_down = np.asfortranarray(w.w_down)  # (d_ff, d), memory (d, d_ff)
 
 
 def arrange_weights(weights: Weights) -> Weights:
     """Lay the arrays out for decode steps, in place (see above); values and shapes unchanged.
 
+    Every matrix ends in its layout whatever it came in (the checkpoint loader hands over
+    transposed views of nn.Linear weights, so the down and output projections need no copy).
     Cross-attention Q/K/V are not fused: its Q reads the decoder, its K/V the encoder output.
     """
     for stack in weights.stacks:
         for block in stack.blocks:
-            _fuse(block.attn, ("wq", "wk", "wv"), ("bq", "bk", "bv"))
-            for attn in (block.attn, block.cross_attn):
-                if attn is not None:
-                    attn.wo = np.asfortranarray(attn.wo)  # (H*dh, d), memory (d, H*dh)
+            _arrange_attention(block.attn, fuse=True)
+            if block.cross_attn is not None:
+                _arrange_attention(block.cross_attn, fuse=False)
+            if isinstance(block.ffn, MoEWeights):
+                block.ffn.router = np.ascontiguousarray(block.ffn.router)
             for ffn in block.ffn.experts if isinstance(block.ffn, MoEWeights) else [block.ffn]:
                 _arrange_ffn(ffn)
     if weights.lm_head is None:  # tied (or headless: then the order does not matter)
         weights.token_embedding = np.asfortranarray(weights.token_embedding)  # memory (d, V)
+    else:
+        weights.token_embedding = np.ascontiguousarray(weights.token_embedding)
+        weights.lm_head = np.ascontiguousarray(weights.lm_head)
+    weights.pooler_w = _c_order(weights.pooler_w)
     return weights
 
 
