@@ -206,3 +206,21 @@ def verdict(value: float, target: float, higher_is_better: bool) -> str:
 
 def print_json(results: dict[str, Any]) -> None:
     print(json.dumps(results, indent=2, default=float))
+
+
+def gpt2_results(benchmark: str, model: GPT2LMHeadModel, repeats: int,
+                 facts: dict[str, Any]) -> dict[str, Any]:
+    """The fields every GPT-2 benchmark's results start with."""
+    return {
+        "benchmark": benchmark, "model": "gpt2-small random (seed 0)",
+        "attn_implementation": model.config._attn_implementation, "repeats": repeats,
+        "machine": facts, "load_average_end": load_average(),
+    }
+
+
+def emit(results: dict[str, Any], as_json: bool, report: Callable[[dict[str, Any]], None]) -> None:
+    """Print the results as JSON, or through the script's own table report."""
+    if as_json:
+        print_json(results)
+    else:
+        report(results)

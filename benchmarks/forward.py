@@ -26,8 +26,8 @@ import numpy as np
 import torch
 
 from _common import (
-    add_common_options, configure_torch, gemm_gflops, gpt2_pair, int_list, interleave, load_average, machine_facts,
-    median, print_header, print_json, random_tokens, seconds, table, verdict,
+    add_common_options, configure_torch, emit, gemm_gflops, gpt2_pair, gpt2_results, int_list,
+    interleave, machine_facts, median, print_header, random_tokens, seconds, table, verdict,
 )
 from tfcli.analysis.trace import build_trace
 from tfcli.engine.model import forward
@@ -103,17 +103,11 @@ def main() -> None:
     peak_before = gemm_gflops(PEAK_SIZE, PEAK_SIZE, PEAK_SIZE, repeats=10)
     sizes = [measure_size(model, spec, weights, n, args.repeats) for n in args.sizes]
     peak = max(peak_before, gemm_gflops(PEAK_SIZE, PEAK_SIZE, PEAK_SIZE, repeats=10))
-    results = {
-        "benchmark": "forward", "model": "gpt2-small random (seed 0)",
-        "attn_implementation": model.config._attn_implementation, "repeats": args.repeats,
-        "machine": facts, "load_average_end": load_average(), "gemm_peak_gflops": peak,
-        "gemm_peak_shape": [PEAK_SIZE] * 3, "sizes": sizes,
+    results = gpt2_results("forward", model, args.repeats, facts) | {
+        "gemm_peak_gflops": peak, "gemm_peak_shape": [PEAK_SIZE] * 3, "sizes": sizes,
         "targets": {"ratio_max": RATIO_TARGET, "peak_share_min": PEAK_SHARE_TARGET},
     }
-    if args.json:
-        print_json(results)
-    else:
-        report(results)
+    emit(results, args.json, report)
 
 
 if __name__ == "__main__":

@@ -38,9 +38,8 @@ import torch
 from transformers.generation.streamers import BaseStreamer
 
 from _common import (
-    add_common_options, configure_torch, gpt2_pair, int_list, interleave, load_average,
-    machine_facts, median,
-    memory_bandwidth, print_header, print_json, random_tokens, table, verdict,
+    add_common_options, configure_torch, emit, gpt2_pair, gpt2_results, int_list, interleave,
+    machine_facts, median, memory_bandwidth, print_header, random_tokens, table, verdict,
 )
 from tfcli.analysis.params import total_parameters
 from tfcli.engine.generate import generate
@@ -231,19 +230,13 @@ def main() -> None:
     for c in vs_torch:
         c["bound_share"] = c["tfcli"]["decode_tps"] / bound_tps  # median run: the judged one
         c["best_bound_share"] = c["tfcli"]["best_decode_tps"] / bound_tps
-    results = {
-        "benchmark": "generate", "model": "gpt2-small random (seed 0)",
-        "attn_implementation": model.config._attn_implementation, "repeats": args.repeats,
-        "prompt_tokens": PROMPT_LEN, "machine": facts, "load_average_end": load_average(),
-        "bandwidth_gbs": bandwidth, "bandwidth_used_gbs": max(bandwidth.values()),
+    results = gpt2_results("generate", model, args.repeats, facts) | {
+        "prompt_tokens": PROMPT_LEN, "bandwidth_gbs": bandwidth, "bandwidth_used_gbs": max(bandwidth.values()),
         "weight_bytes": weight_bytes, "bound_tps": bound_tps, "vs_torch": vs_torch, "cache": cache,
         "targets": {"speedup_min": SPEEDUP_TARGET, "bound_share_min": BOUND_SHARE_TARGET,
                     "cache_speedup_min": CACHE_SPEEDUP_TARGET},
     }
-    if args.json:
-        print_json(results)
-    else:
-        report(results)
+    emit(results, args.json, report)
 
 
 if __name__ == "__main__":
