@@ -54,8 +54,9 @@ def _dense_columns(spec: Spec, w: FFNWeights, x: Array, out: Array) -> None:
 
     Each core reads only its slice of W_up and W_down (Megatron-style tensor parallelism) and
     leaves a partial (n, d) product; the partials are summed. Splitting rows instead makes
-    every core pack both whole matrices for half the rows: GPT-2, N=128, 12 FFNs: 82-95
-    GFLOP/s by rows, 104-118 by hidden units (2 cores, /tmp benchmark, C and F order alike).
+    every core pack both whole matrices for half the rows: GPT-2, N=128, 12 FFNs alone: 82-95
+    GFLOP/s by rows, 104-118 by hidden units (2 cores). In a whole forward pass the gain was
+    within the machine's noise (308 vs 321 ms, best of 12 alternating runs at N=128).
     """
     width = -(-spec.d_ff // WORKERS)  # ceil
     partials = np.empty((-(-spec.d_ff // width), *out.shape), dtype=out.dtype)  # (W, n, d)
