@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from tests.engine.engine_specs import make_spec
-from tfcli.engine.generate import generate
+from tfcli.engine.cache import KVCache
+from tfcli.engine.generate import decode_step, encode, generate, prefill
+from tfcli.engine.model import forward
 from tfcli.engine.sampling import SamplingConfig, sample, top_k_filter, top_p_filter
 from tfcli.engine.weights import init_weights
 from tfcli.errors import BadInputError
@@ -39,6 +41,30 @@ def test_cached_equals_uncached_at_every_step(variant):
     np.testing.assert_array_equal(cached, plain)
     for a, b in zip(cached_logits, plain_logits):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("variant", FAMILIES)
+def test_prefill_and_decode_steps_called_directly_match_a_full_forward(variant):
+    """Without generate()'s batch bookkeeping, slot i must still be position i: the learned
+    and sinusoidal embeddings as much as RoPE and the relative bias."""
+    spec, w = _model(variant)
+    sequence = np.array([[5, 17, 3, 40, 22, 9, 1, 33, 8]])  # (1, 9)
+    n_prompt = 4
+    decoder_in, source, encoder_out = sequence, None, None
+    if spec.family == "encoder-decoder":
+        source, decoder_in = sequence[:, :5], sequence[:, 3:]  # (1, 5), (1, 6)
+        encoder_out = encode(spec, w, source)
+    cache = KVCache(spec, 1, decoder_in.shape[1], source_len=0 if source is None else 5)
+    steps = [prefill(spec, w, decoder_in[:, :n_prompt], cache, encoder_out=encoder_out)]
+    for slot in range(n_prompt, decoder_in.shape[1]):
+        steps.append(decode_step(spec, w, decoder_in[:, slot], slot, cache,
+                                 encoder_out=encoder_out))
+    if source is None:
+        full = forward(spec, w, decoder_in).logits  # (1, T, V)
+    else:
+        full = forward(spec, w, source, decoder_tokens=decoder_in).logits
+    for i, logits in enumerate(steps):
+        np.testing.assert_allclose(logits[0], full[0, n_prompt - 1 + i], rtol=1e-4, atol=1e-4)
 
 
 def test_cached_equals_uncached_in_float64():

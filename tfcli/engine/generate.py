@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tfcli.engine.blas import blas_threads, idle_cores
-from tfcli.engine.parallel import WORKERS
 from tfcli.engine.cache import KVCache
 from tfcli.engine.model import embed, forward_hidden, output_logits
+from tfcli.engine.parallel import WORKERS
+from tfcli.engine.positions import default_positions
 from tfcli.engine.sampling import SamplingConfig, sample
 from tfcli.engine.weights import Weights
 from tfcli.errors import BadInputError
@@ -139,11 +140,13 @@ def _decoder_logits(
     """Run tokens (B, t) occupying slots [start, start + t); logits (B, V) of the last slot."""
     end = start + tokens.shape[1]
     key_from = start if cache is None else 0  # uncached runs see only the tokens given
-    positions = key_positions = key_mask = None
+    key_positions = key_mask = None
     if batch is not None:
         positions = batch.positions[:, start:end]  # (B, t)
         key_positions = batch.positions[:, key_from:end]  # (B, S)
         key_mask = batch.key_mask[:, key_from:end] if batch.padded else None  # (B, S)
+    else:  # unpadded: slot i holds position i, for the embedding as much as for RoPE / bias
+        positions = default_positions(1, tokens.shape[1], start)  # (1, t)
     x = embed(spec, weights, tokens, positions)  # (B, t, d)
     with blas_threads(threads):  # 1 unless a decode step was given idle cores (blas.idle_cores)
         hidden = forward_hidden(
