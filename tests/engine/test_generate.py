@@ -67,6 +67,16 @@ def test_prefill_and_decode_steps_called_directly_match_a_full_forward(variant):
         np.testing.assert_allclose(logits[0], full[0, n_prompt - 1 + i], rtol=1e-4, atol=1e-4)
 
 
+def test_prefill_starts_a_reused_cache_afresh_cross_attention_included():
+    spec, w = _model("t5")
+    cache = KVCache(spec, 1, 4, source_len=5)
+    target = np.array([[0, 7, 3]])
+    for source in (np.array([[1, 2, 3, 4, 5]]), np.array([[9, 8, 7, 6, 5]])):
+        logits = prefill(spec, w, target, cache, encoder_out=encode(spec, w, source))
+        expected = forward(spec, w, source, decoder_tokens=target).logits[:, -1]
+        np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
+
+
 def test_cached_equals_uncached_in_float64():
     spec, w = _model("llama_gqa", np.float64)
     _, cached = _steps(spec, w, PROMPTS[:1])
@@ -130,6 +140,12 @@ def test_max_new_tokens_zero_yields_nothing():
     ("t5", [list(range(49))], {"max_new_tokens": 2}, "exceeds max_seq_len"),
     ("gpt", [[1]], {"max_new_tokens": 2, "top_p": 1.5}, "top_p"),
     ("gpt", [[1]], {"max_new_tokens": 2, "temperature": -1.0}, "temperature"),
+    ("gpt", [[1]], {"max_new_tokens": 2, "temperature": float("nan")}, "temperature"),
+    ("gpt", [[1]], {"max_new_tokens": 2, "temperature": float("inf")}, "temperature"),
+    ("gpt", [[1]], {"max_new_tokens": 2, "temperature": 1.0, "top_k": 2.5}, "top_k"),
+    ("gpt", np.zeros((0, 3), dtype=np.int64), {"max_new_tokens": 2}, "empty prompt"),
+    ("t5", [[1, 2]], {"max_new_tokens": 2, "decoder_start": -1}, "decoder_start -1"),
+    ("t5", [[1, 2]], {"max_new_tokens": 2, "decoder_start": 61}, "decoder_start 61"),
 ])
 def test_bad_requests_fail_before_any_work(variant, prompts, kw, message):
     spec, w = _model(variant)

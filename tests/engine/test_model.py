@@ -114,6 +114,32 @@ def test_out_of_vocab_tokens_are_bad_input():
         forward(spec, init_weights(spec), np.zeros((1, 49), dtype=int))
 
 
+@pytest.mark.parametrize("variant, kw, message", [
+    ("bert", {"token_types": [[-1, 0, 0, 0, 0]]}, "token_types must lie in"),
+    ("bert", {"token_types": [[2, 0, 0, 0, 0]]}, "token_types must lie in"),
+    ("bert", {"token_types": [[0, 0]]}, "token_types must be integers of the tokens' shape"),
+    ("gpt", {"token_types": [[0, 0, 0, 0, 0]]}, "no token-type embedding"),
+    ("bert", {"attention_mask": np.ones((1, 7))}, "attention_mask has shape"),
+    ("t5", {"decoder_tokens": [[0, 1]], "decoder_attention_mask": [[1]]},
+     "decoder_attention_mask has shape"),
+    ("gpt", {"positions": np.arange(5.0)}, "positions must be integers"),
+    ("gpt", {"positions": np.arange(4)}, "positions must be integers"),
+])
+def test_malformed_side_inputs_are_bad_input(variant, kw, message):
+    """Masks, token types and positions that do not fit the tokens are refused, never wrapped
+    around (a negative type id indexing from the end) or silently cut."""
+    spec = make_spec(variant)
+    tokens = np.array([[1, 2, 3, 4, 5]])
+    with pytest.raises(BadInputError, match=message):
+        forward(spec, init_weights(spec), tokens, **kw)
+
+
+def test_an_empty_batch_is_bad_input():
+    spec = make_spec("gpt")
+    with pytest.raises(BadInputError, match="non-empty"):
+        forward(spec, init_weights(spec), np.zeros((0, 3), dtype=np.int64))
+
+
 # --- observer contract -----------------------------------------------------------------------
 
 def _expected_block(spec, stack, i, b, t, s_cross=None):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
@@ -60,6 +61,49 @@ def test_fused_projection_notices_a_reassigned_field():
     assert fused_projection(attn, names, biases) is fused  # memoised
     attn.wk = attn.wk.copy()
     assert fused_projection(attn, names, biases) is None
+
+
+def test_fused_projection_falls_back_when_only_some_fields_have_biases():
+    spec = make_spec("gpt")
+    attn = init_weights(spec, seed=0).decoder.blocks[0].attn
+    attn.bq = None  # bk, bv still set: one fused product would drop them
+    assert fused_projection(attn, ("wq", "wk", "wv"), ("bq", "bk", "bv")) is None
+
+
+@pytest.mark.parametrize("variant", ["gpt", "llama_gqa"])
+def test_partial_biases_are_all_applied(variant):
+    """Q/K/V and gate/up with biases on only some fields: every bias counts, at decode-step
+    sizes (whole products) and prompt sizes (split products) alike."""
+    spec = make_spec(variant, bias=True)
+    w = init_weights(spec, seed=0)
+    rng = np.random.default_rng(1)
+    for block in w.decoder.blocks:
+        block.attn.bq = None  # (a K bias would not show: it shifts a query's scores equally)
+        block.attn.bv = rng.normal(size=block.attn.bv.shape).astype(np.float32)
+        if block.ffn.w_gate is not None:
+            block.ffn.b_gate = None
+            block.ffn.b_up = rng.normal(size=block.ffn.b_up.shape).astype(np.float32)
+    expected = _plain(w)  # nothing fused: one product per field
+    for length in (5, 40):
+        tokens = rng.integers(0, spec.vocab_size, size=(1, length))
+        np.testing.assert_allclose(forward(spec, w, tokens).logits,
+                                   forward(spec, expected, tokens).logits, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("duplicate", [copy.deepcopy, lambda w: pickle.loads(pickle.dumps(w))])
+def test_copied_weights_do_not_reuse_the_originals_fused_arrays(duplicate):
+    spec = make_spec("llama_gqa")
+    w = init_weights(spec, seed=0)
+    tokens = np.array([[3, 1, 4, 1, 5]])
+    before = forward(spec, w, tokens).logits  # memoises the fused Q/K/V and gate/up
+    twin = duplicate(w)
+    for block in twin.decoder.blocks:
+        for name in ("wq", "wk", "wv"):
+            getattr(block.attn, name)[...] = 0.0  # in place: the fields' identity is unchanged
+    after = forward(spec, twin, tokens).logits
+    np.testing.assert_allclose(after, forward(spec, _plain(twin), tokens).logits, rtol=1e-6)
+    assert np.abs(after - before).max() > 1e-3
+    np.testing.assert_array_equal(forward(spec, w, tokens).logits, before)  # original intact
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

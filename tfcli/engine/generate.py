@@ -160,8 +160,9 @@ def _decoder_logits(
 def prefill(spec: Spec, weights: Weights, tokens: Array, cache: KVCache, *,
             batch: Batch | None = None, encoder_out: Array | None = None,
             encoder_mask: Array | None = None) -> Array:
-    """Run the prompt (B, T) once, filling cache slots [0, T); logits (B, V) of the last slot."""
-    cache.pos = 0
+    """Run the prompt (B, T) once, filling cache slots [0, T); logits (B, V) of the last slot.
+    Starts the cache afresh, cross-attention K/V included (a new source may come with it)."""
+    cache.reset()
     logits = _decoder_logits(spec, weights, tokens, cache, 0, batch, encoder_out, encoder_mask)
     cache.pos = tokens.shape[1]
     return logits
@@ -212,6 +213,9 @@ def generate(
     rows = _prompt_rows(prompts)
     config = SamplingConfig(temperature, top_k, top_p, seed)
     check_request(spec, rows, max_new_tokens, config)
+    if spec.family == "encoder-decoder" and not 0 <= decoder_start < spec.vocab_size:
+        raise BadInputError(f"decoder_start {decoder_start} is outside the vocabulary "
+                            f"[0, {spec.vocab_size})")
     return _generate(spec, weights, rows, max_new_tokens, config, stop_token, use_cache,
                      decoder_start)
 

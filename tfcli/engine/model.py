@@ -230,7 +230,7 @@ def _heads(spec: Spec, weights: Weights, hidden: Array,
 
 def _as_tokens(spec: Spec, tokens: Array, what: str) -> Array:
     tokens = np.asarray(tokens)
-    if tokens.ndim != 2 or tokens.shape[1] == 0 or not np.issubdtype(tokens.dtype, np.integer):
+    if tokens.ndim != 2 or 0 in tokens.shape or not np.issubdtype(tokens.dtype, np.integer):
         raise BadInputError(f"{what} must be a non-empty (batch, length) integer array, got "
                             f"shape {tokens.shape} of {tokens.dtype}")
     if tokens.min() < 0 or tokens.max() >= spec.vocab_size:
@@ -244,14 +244,42 @@ def _as_positions(spec: Spec, positions: Array | None, tokens: Array) -> Array:
     positions = np.asarray(positions)
     if positions.ndim == 1:
         positions = positions[None]
+    if (positions.ndim != 2 or positions.shape[1] != tokens.shape[1]
+            or positions.shape[0] not in (1, tokens.shape[0])
+            or not np.issubdtype(positions.dtype, np.integer)):
+        raise BadInputError(f"positions must be integers of shape (T,), (1, T) or (B, T) for "
+                            f"tokens {tokens.shape}, got shape {positions.shape} of "
+                            f"{positions.dtype}")
     if spec.positions == "learned" and (positions.min() < 0 or positions.max() >= spec.max_seq_len):
         raise BadInputError(f"positions must lie in [0, {spec.max_seq_len}) for {spec.name}, "
                             f"got up to {positions.max()} (max_seq_len {spec.max_seq_len})")
     return positions
 
 
-def _as_mask(mask: Array | None) -> Array | None:
-    return None if mask is None else np.asarray(mask).astype(bool, copy=False)
+def _as_mask(mask: Array | None, tokens: Array, what: str) -> Array | None:
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    if mask.shape != tokens.shape:
+        raise BadInputError(f"{what} has shape {mask.shape}; it must match its tokens' "
+                            f"{tokens.shape}")
+    return mask.astype(bool, copy=False)
+
+
+def _as_token_types(spec: Spec, token_types: Array | None, tokens: Array) -> Array | None:
+    if token_types is None:
+        return None
+    if spec.type_vocab_size == 0:
+        raise BadInputError(f"{spec.name} has no token-type embedding (type_vocab_size 0), "
+                            "but token_types were given")
+    token_types = np.asarray(token_types)
+    if token_types.shape != tokens.shape or not np.issubdtype(token_types.dtype, np.integer):
+        raise BadInputError(f"token_types must be integers of the tokens' shape {tokens.shape}, "
+                            f"got shape {token_types.shape} of {token_types.dtype}")
+    if token_types.min() < 0 or token_types.max() >= spec.type_vocab_size:
+        raise BadInputError(f"token_types must lie in [0, {spec.type_vocab_size}) for "
+                            f"{spec.name}, got {token_types.min()}..{token_types.max()}")
+    return token_types
 
 
 def _encoder_decoder(
@@ -287,17 +315,19 @@ def forward(
     `decoder_tokens` the target (default: one start token 0 per sequence, as T5)."""
     tokens = _as_tokens(spec, tokens, "tokens")
     positions = _as_positions(spec, positions, tokens)
-    mask = _as_mask(attention_mask)
+    mask = _as_mask(attention_mask, tokens, "attention_mask")
+    token_types = _as_token_types(spec, token_types, tokens)
     if spec.family == "encoder-decoder":
         if decoder_tokens is None:
             decoder_tokens = np.zeros((tokens.shape[0], 1), dtype=np.int64)
         target = _as_tokens(spec, decoder_tokens, "decoder_tokens")
         _as_positions(spec, None, target)  # the target must fit a learned position table too
+        target_mask = _as_mask(decoder_attention_mask, target, "decoder_attention_mask")
     with blas_threads(1):  # all parallelism comes from the engine's own pool (parallel.py)
         x = embed(spec, weights, tokens, positions, token_types, observe)  # (B, T, d)
         if spec.family == "encoder-decoder":
-            return _encoder_decoder(spec, weights, x, mask, positions, target,
-                                    _as_mask(decoder_attention_mask), observe)
+            return _encoder_decoder(spec, weights, x, mask, positions, target, target_mask,
+                                    observe)
         causal = spec.family == "decoder"
         stack = weights.decoder if causal else weights.encoder
         hidden = forward_hidden(spec, stack, x, causal=causal, key_mask=mask,

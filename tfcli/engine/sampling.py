@@ -5,6 +5,7 @@ All of them work on a batch of logits (B, V) and return token ids (B,).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,8 +26,10 @@ class SamplingConfig:
     seed: int | None = 0
 
     def validate(self) -> None:
-        if self.temperature < 0:
-            raise BadInputError(f"temperature must be >= 0, got {self.temperature}")
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise BadInputError(f"temperature must be a finite number >= 0, got {self.temperature}")
+        if self.top_k is not None and not isinstance(self.top_k, (int, np.integer)):
+            raise BadInputError(f"top_k must be a whole number, got {self.top_k!r}")
         if self.top_k is not None and self.top_k < 0:
             raise BadInputError(f"top_k must be >= 1 (or 0 for no limit), got {self.top_k}")
         if self.top_p is not None and not 0.0 < self.top_p <= 1.0:

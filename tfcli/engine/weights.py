@@ -156,20 +156,37 @@ def fused_array(*parts: Array | None) -> Array | None:
 
 def fused_projection(owner: object, weight_names: tuple[str, ...],
                      bias_names: tuple[str, ...]) -> tuple[Array, Array | None] | None:
-    """(W, b) whose column views are the named fields of `owner` (b None without biases), or None
-    when they are not fused. Memoised on `owner`: checking the layout costs about 25 us, more
-    than some decode-step products; a field assigned since is noticed (identity check)."""
+    """(W, b) whose column views are the named fields of `owner` (b None when none of them has
+    a bias), or None when they are not fused, or only some have biases: the caller then runs one
+    product per field. Memoised on `owner`: checking the layout costs about 25 us, more than
+    some decode-step products. A field assigned since, or a copy (deepcopy, pickle) whose fields
+    are no longer views of the memoised array, is noticed."""
     parts = tuple(getattr(owner, name) for name in (*weight_names, *bias_names))
     memo = owner.__dict__.setdefault("_fused", {})
     hit = memo.get(weight_names)
-    if hit is not None and all(a is b for a, b in zip(hit[0], parts)):
+    if hit is not None and all(a is b for a, b in zip(hit[0], parts)) and _still_views(*hit):
         return hit[1]
     w = fused_array(*parts[: len(weight_names)])
     biases = parts[len(weight_names):]
-    b = None if biases[0] is None else fused_array(*biases)
-    result = None if w is None or (biases[0] is not None and b is None) else (w, b)
+    if all(b is None for b in biases):
+        result = None if w is None else (w, None)
+    else:
+        b = fused_array(*biases)  # None unless every field has one and they are fused
+        result = None if w is None or b is None else (w, b)
     memo[weight_names] = (parts, result)
     return result
+
+
+def _still_views(parts: tuple[Array | None, ...],
+                 result: tuple[Array, Array | None] | None) -> bool:
+    """Whether memoised fused arrays are still what the parts (weights, then as many biases)
+    are views of."""
+    if result is None:
+        return True
+    w, b = result
+    n_weights = len(parts) // 2
+    return (all(p is not None and p.base is w for p in parts[:n_weights])
+            and (b is None or all(p is not None and p.base is b for p in parts[n_weights:])))
 
 
 def _fuse(obj: object, weight_names: tuple[str, ...], bias_names: tuple[str, ...]) -> None:
