@@ -38,7 +38,7 @@ SpecArg = Annotated[
     typer.Argument(help="A spec file, a bundled spec name (see `tfcli specs`) or a Hugging Face "
                    "model directory with config.json.", show_default=False),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for every random draw.")]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed for every random draw.")]
 DtypeOpt = Annotated[str, typer.Option("--dtype", help="Engine dtype: float32 or float64.")]
 LayersOpt = Annotated[
     int | None,
@@ -201,15 +201,17 @@ def run_cmd(
     Example: tfcli run gpt2 --text "The Transformer is" --layers 2
     """
     from tfcli.analysis.model_source import load_model
-    from tfcli.analysis.run import build_inputs, run_forward
+    from tfcli.analysis.run import build_inputs, check_npz_path, run_forward
     from tfcli.analysis.run import save_npz as write_npz
     from tfcli.render.run import render_run
 
+    if save_npz is not None:
+        check_npz_path(save_npz)  # before the work, not after it
     model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed)
     inputs = build_inputs(model.spec, text=text, tokens=tokens, target=target, batch=batch,
                           seq_len=seq_len, seed=seed, weights_dir=model.weights_dir)
     result, outputs = run_forward(model, inputs, seed=seed)
-    if save_npz:
+    if save_npz is not None:
         write_npz(save_npz, inputs, outputs)
     emit(result, fmt, lambda: render_run(result))
 

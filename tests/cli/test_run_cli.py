@@ -84,12 +84,44 @@ def test_errors(invoke, tmp_path: Path) -> None:
         (["lesson-tiny", "--target", "x"], "only for encoder-decoder"),
         (["lesson-tiny", "--dtype", "float16"], "--dtype"),
         (["lesson-tiny", "--save-npz", str(tmp_path / "no" / "x.npz")], "does not exist"),
+        (["lesson-tiny", "--save-npz", str(tmp_path)], "is a folder"),
+        (["lesson-tiny", "--save-npz", ""], "needs a file name"),
+        (["lesson-tiny", "--tokens", "1,2", "--seq-len", "5"], "do not apply to --text or --tokens"),
+        (["lesson-tiny", "--text", "ab", "--batch", "2"], "do not apply to --text or --tokens"),
+        (["t5-small", "--layers", "1", "--tokens", "1,2", "--target", ""], "--target is empty"),
     ]
     for args, expected in cases:
         result = invoke("run", *args)
         assert result.exit_code == 2, (args, result.output)
         assert expected in result.stderr, (args, result.stderr)
         assert "Traceback" not in result.output
+
+
+def test_save_npz_write_failure_is_bad_input_and_leaves_nothing(invoke, tmp_path: Path,
+                                                                monkeypatch) -> None:
+    """A write that fails midway (here: disk full) is one message, exit 2, and no file."""
+    def disk_full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", disk_full)
+    result = invoke("run", "lesson-tiny", "--tokens", "1,2", "--save-npz", str(tmp_path / "o.npz"))
+    assert result.exit_code == 2, result.output
+    assert "cannot write" in result.stderr and "No space left" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_negative_seed_is_refused(invoke) -> None:
+    for command in (["run", "lesson-tiny"], ["generate", "lesson-tiny", "--tokens", "1"]):
+        result = invoke(*command, "--seed", "-1")
+        assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_encoder_decoder_tokens_alone_report_the_decoder_start_token(invoke) -> None:
+    """Without --target the decoder runs its start token 0 alone; the rows say so."""
+    data = run_json(invoke, "t5-small", "--layers", "1", "--tokens", "5,6,7,8")
+    assert data["decoder_tokens"] == [[0]] and len(data["hidden_norms"][0]) == 1
+    result = invoke("run", "t5-small", "--layers", "1", "--tokens", "5,6,7,8", "--format", "csv")
+    assert result.stdout.splitlines()[1].split(",")[:3] == ["0", "0", "0"]
 
 
 def test_memory_guard_refuses_with_figures(invoke) -> None:

@@ -19,6 +19,7 @@ from tfcli.tokenizer import Tokenizer, get_tokenizer, parse_token_list
 
 Array = np.ndarray
 MLM_FRACTION = 0.15  # BERT's masking rate
+DECODER_START = 0  # an encoder-decoder's decoder input without --target (T5's start id)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,11 @@ def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: st
         raise BadInputError("give either --text or --tokens, not both")
     if target is not None and spec.family != "encoder-decoder":
         raise BadInputError("--target is only for encoder-decoder specs (it is the decoder input)")
-    tokenizer = get_tokenizer(spec.vocab_size, weights_dir) if text is not None or target else None
+    if (text is not None or tokens is not None) and (batch != 1 or seq_len is not None):
+        raise BadInputError("--batch and --seq-len shape random input; they do not apply to "
+                            "--text or --tokens")
+    uses_text = text is not None or target is not None
+    tokenizer = get_tokenizer(spec.vocab_size, weights_dir) if uses_text else None
     if text is not None:
         ids, kind = _encode(tokenizer, text, "--text"), "text"
     elif tokens is not None:
@@ -97,7 +102,11 @@ def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: st
         rng = np.random.default_rng(seed)
         return RunInputs(rng.integers(0, spec.vocab_size, (batch, length)),
                          _random_target(spec, rng, batch, length), "random", None)
-    decoder = np.array([_encode(tokenizer, target, "--target")]) if target else None
+    decoder = None
+    if target is not None:
+        decoder = np.array([_encode(tokenizer, target, "--target")])  # (1, T)
+    elif spec.family == "encoder-decoder":  # the decoder starts from token 0 alone, as T5's
+        decoder = np.full((1, 1), DECODER_START, dtype=np.int64)
     return RunInputs(np.array([ids]), decoder, kind, tokenizer)
 
 
@@ -205,20 +214,36 @@ def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0) -> tuple[RunR
     return result, out
 
 
+def check_npz_path(path: str) -> Path:
+    """The --save-npz target, refused before any work when it cannot be written."""
+    target = Path(path)
+    if not path.strip():
+        raise BadInputError("--save-npz needs a file name")
+    if target.is_dir():
+        raise BadInputError(f"--save-npz: {path} is a folder; give a file name")
+    if not target.parent.is_dir():
+        raise BadInputError(f"--save-npz: folder {target.parent} does not exist")
+    if not os.access(target.parent, os.W_OK):
+        raise BadInputError(f"--save-npz: folder {target.parent} is not writable")
+    return target
+
+
 def save_npz(path: str, inputs: RunInputs, out: ForwardOutput) -> None:
-    """Write the outputs atomically: a temp file in the same folder, then a rename."""
+    """Write the outputs atomically: a temp file in the same folder, then a rename; a failed
+    write (disk full, permissions) leaves nothing behind and is reported as bad input."""
     arrays = {"tokens": inputs.tokens, "hidden": out.hidden}
     optional = {"decoder_tokens": inputs.decoder_tokens, "logits": out.logits,
                 "encoder_hidden": out.encoder_hidden, "pooled": out.pooled}
     arrays |= {k: v for k, v in optional.items() if v is not None}
-    target = Path(path)
-    if not target.parent.is_dir():
-        raise BadInputError(f"--save-npz: folder {target.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".npz.tmp")
+    target = check_npz_path(path)
+    tmp: str | None = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".npz.tmp")
         with os.fdopen(fd, "wb") as handle:
             np.savez(handle, **arrays)
         os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    except OSError as exc:
+        raise BadInputError(f"--save-npz: cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)  # gone already after a successful rename
