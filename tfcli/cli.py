@@ -360,7 +360,7 @@ def depth_sweep_cmd(
 
     Example: tfcli depth-sweep --sublayer linear --share-weights --d-model 16 --seq-len 6 --weight-scale 0.3 --depths 20 --seed 0
     """
-    from tfcli.analysis.depth import DepthSweepOptions, run_depth_sweep
+    from tfcli.analysis.depth import DepthSweepOptions, check_depth_sweep, run_depth_sweep
     from tfcli.render.depth import check_png_possible, render_depth_sweep, write_png
 
     overrides = {"d_model": d_model, "n_heads": n_heads, "n_kv_heads": n_kv_heads, "d_ff": d_ff,
@@ -372,6 +372,7 @@ def depth_sweep_cmd(
         n_directions=directions,
     )
     model_spec = _load(spec) if spec is not None else None
+    check_depth_sweep(model_spec, options)
     if plot:
         check_png_possible(plot)
     show_progress = not quiet and fmt is OutputFormat.table

@@ -43,9 +43,13 @@ def test_errors(invoke, tmp_path) -> None:
         (["depth-sweep", "lesson-tiny", "--depths", "a,b"], "--depths"),
         (["depth-sweep", "lesson-tiny", "--sublayer", "moe"], "moe"),
         (["depth-sweep", "--sublayer", "linear", "--plot", str(tmp_path / "no" / "x.png")], "--plot"),
+        (["depth-sweep", "--sublayer", "linear", "--depths", "0"], "--depths"),
+        (["depth-sweep", "lesson-tiny", "--d-ff", "0"], "d_ff"),
     ]
     for args, expected in cases:
         result = invoke(*args)
         assert result.exit_code == 2, (args, result.output)
         assert expected in result.stderr, (args, result.stderr)
+        # checked before the progress bar starts: the message is all there is on stderr
+        assert result.stderr.startswith("tfcli: error:"), (args, result.stderr)
         assert "Traceback" not in result.output

@@ -100,6 +100,12 @@ def run_depth_sweep(
 # --- checking and resolving options ----------------------------------------------------------
 
 
+def check_depth_sweep(spec: Spec | None, options: DepthSweepOptions) -> None:
+    """Raise what run_depth_sweep would refuse, before any work (and before a progress bar)."""
+    _check_options(options)
+    _apply_overrides(spec, options)
+
+
 def _check_options(o: DepthSweepOptions) -> None:
     problems = []
     if not o.depths or any(not isinstance(d, int) or d < 1 for d in o.depths):
