@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +66,9 @@ def test_save_npz(invoke, tmp_path: Path) -> None:
     arrays = np.load(out)
     assert arrays["hidden"].shape == (1, 3, 16) and arrays["logits"].shape == (1, 3, 256)
     assert list(tmp_path.iterdir()) == [out]  # no temp file left behind
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask  # as any other file written here
 
 
 def test_table_output(invoke) -> None:

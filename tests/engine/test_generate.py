@@ -146,6 +146,8 @@ def test_max_new_tokens_zero_yields_nothing():
     ("gpt", np.zeros((0, 3), dtype=np.int64), {"max_new_tokens": 2}, "empty prompt"),
     ("t5", [[1, 2]], {"max_new_tokens": 2, "decoder_start": -1}, "decoder_start -1"),
     ("t5", [[1, 2]], {"max_new_tokens": 2, "decoder_start": 61}, "decoder_start 61"),
+    ("gpt", [[1]], {"max_new_tokens": 2, "stop_token": 61}, "stop_token 61 is outside"),
+    ("gpt", [[1]], {"max_new_tokens": 2, "stop_token": -1}, "stop_token -1 is outside"),
 ])
 def test_bad_requests_fail_before_any_work(variant, prompts, kw, message):
     spec, w = _model(variant)

@@ -228,6 +228,12 @@ def check_npz_path(path: str) -> Path:
     return target
 
 
+def _umask() -> int:
+    mask = os.umask(0)  # the only way to read it is to set it; put it straight back
+    os.umask(mask)
+    return mask
+
+
 def save_npz(path: str, inputs: RunInputs, out: ForwardOutput) -> None:
     """Write the outputs atomically: a temp file in the same folder, then a rename; a failed
     write (disk full, permissions) leaves nothing behind and is reported as bad input."""
@@ -241,6 +247,7 @@ def save_npz(path: str, inputs: RunInputs, out: ForwardOutput) -> None:
         fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".npz.tmp")
         with os.fdopen(fd, "wb") as handle:
             np.savez(handle, **arrays)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; a plain file would not be
         os.replace(tmp, target)
     except OSError as exc:
         raise BadInputError(f"--save-npz: cannot write {path}: {exc.strerror or exc}") from None

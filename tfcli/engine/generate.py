@@ -213,9 +213,9 @@ def generate(
     rows = _prompt_rows(prompts)
     config = SamplingConfig(temperature, top_k, top_p, seed)
     check_request(spec, rows, max_new_tokens, config)
-    if spec.family == "encoder-decoder" and not 0 <= decoder_start < spec.vocab_size:
-        raise BadInputError(f"decoder_start {decoder_start} is outside the vocabulary "
-                            f"[0, {spec.vocab_size})")
+    for name, token in (("stop_token", stop_token), ("decoder_start", decoder_start)):
+        if token is not None and not 0 <= token < spec.vocab_size:  # would never match / index
+            raise BadInputError(f"{name} {token} is outside the vocabulary [0, {spec.vocab_size})")
     return _generate(spec, weights, rows, max_new_tokens, config, stop_token, use_cache,
                      decoder_start)
 
