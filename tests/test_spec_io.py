@@ -43,6 +43,18 @@ BAD_SPECS = [
     ("syntax", "name: [unclosed\nfamily: decoder\n", "YAML syntax error", None),
     ("tab indent", "name: x\n\tfamily: decoder\n", "YAML syntax error", None),
     ("non-string key", VALID_SPEC + "1: x\n", "field names must be strings", 9),
+    ("inf init_std", VALID_SPEC + "init_std: .inf\n", "'init_std': must be a finite number", 9),
+    ("-inf init_std", VALID_SPEC + "init_std: -.inf\n", "'init_std': must be a finite number", 9),
+    ("inf scale", VALID_SPEC + "attention_scale: .inf\n", "'attention_scale': must be a finite", 9),
+    ("overflow theta", VALID_SPEC + "rope_theta: 1e400\n", "'rope_theta': must be a finite", 9),
+    ("nan eps", VALID_SPEC + "norm_eps: .nan\n", "'norm_eps': must be a finite number", 9),
+    ("duplicate", VALID_SPEC.replace("n_layers: 2\n", "n_layers: 2\nn_layers: 5\n"),
+     "field 'n_layers': duplicate key (first on line 7)", 8),
+    ("duplicate quoted", VALID_SPEC + '"d_ff": 64\n', "'d_ff': duplicate key (first on line 8)", 9),
+    ("duplicate nested", VALID_SPEC.replace("name: tiny", "name:\n  a: 1\n  a: 2"),
+     "field 'name.a': duplicate key (first on line 2)", 3),
+    ("duplicate in list", VALID_SPEC + "notes:\n  - {k: 1, k: 2}\n",
+     "field 'notes[0].k': duplicate key (first on line 10)", 10),
 ]
 
 
@@ -74,6 +86,36 @@ def test_missing_file_directory_and_binary(invoke, tmp_path: Path) -> None:
         assert result.exit_code == 2
         assert expected in result.stderr
         assert "Traceback" not in result.output
+
+
+def test_duplicate_key_message_names_both_lines(invoke, write_spec) -> None:
+    path = write_spec(VALID_SPEC.replace("n_layers: 2\n", "n_layers: 2\nn_layers: 5\n"))
+    assert invoke("validate", str(path)).exit_code == 2
+    result = invoke("params", str(path))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"tfcli: error: {path}:8: field 'n_layers': duplicate key (first on line 7)")
+
+
+def test_every_duplicate_is_reported_in_file_order() -> None:
+    text = VALID_SPEC + "d_model: 32\nd_ff: 64\n"
+    with pytest.raises(SpecError) as info:
+        parse_spec_text(text, source="dup.yaml")
+    assert [(p.field, p.line) for p in info.value.problems] == [("d_model", 9), ("d_ff", 10)]
+
+
+def test_merge_keys_may_be_overridden() -> None:
+    # `<<` merges are YAML's way to share defaults; overriding a merged key is not a duplicate.
+    spec = parse_spec_text("<<: {d_ff: 64, init_std: 0.5}\n" + VALID_SPEC)
+    assert (spec.d_ff, spec.init_std) == (32, 0.5)
+
+
+def test_non_finite_spec_is_refused_before_a_run(invoke, write_spec) -> None:
+    path = write_spec(VALID_SPEC + "init_std: .inf\n")
+    result = invoke("run", str(path), "--tokens", "1,2", "-f", "json")
+    assert result.exit_code == 2
+    assert f"{path}:9: field 'init_std': must be a finite number" in result.stderr
+    assert result.stdout == ""
 
 
 def test_float_with_exponent_and_no_dot_is_a_float() -> None:

@@ -26,7 +26,9 @@ PositiveInt = Field(gt=0)
 class Spec(BaseModel):
     """A Transformer architecture. Field docs are the user-facing spec reference (docs/spec.md)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # allow_inf_nan=False: YAML spells infinity `.inf` (and `1e400` overflows to it); an infinite
+    # or NaN float passes gt=0 checks (inf > 0) and turns every forward pass into NaN.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     # identity
     name: str = Field(min_length=1, description="Short identifier, e.g. 'gpt2'.")

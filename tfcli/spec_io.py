@@ -94,12 +94,15 @@ def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]]
     """The top-level mapping and the 1-based line of each of its keys."""
     try:
         node = yaml.compose(text, Loader=_Loader)
-        data = yaml.load(text, Loader=_Loader) if node is not None else None
+        duplicates = _duplicate_keys(node, "") if node is not None else []
+        data = yaml.load(text, Loader=_Loader) if node is not None and not duplicates else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise SpecError(source, [Problem("", f"YAML syntax error: {reason}", line)]) from None
+    if duplicates:
+        raise SpecError(source, duplicates)
     if data is None:
         raise SpecError(source, [Problem("", "is empty; expected a mapping of spec fields")])
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
@@ -111,6 +114,51 @@ def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]]
         key = bad_keys[0]
         raise SpecError(source, [Problem(str(key), "field names must be strings", lines.get(str(key)))])
     return data, lines
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _duplicate_keys(node: yaml.Node, path: str, seen: set[int] | None = None) -> list[Problem]:
+    """A Problem for every key repeated within one mapping, at any depth, in file order.
+
+    PyYAML keeps the last of two equal keys without a word, so a forgotten earlier line would
+    silently lose to a later one. Checked on the composed nodes, where each key still has its
+    line and the dotted path is known. `<<` merge keys may legitimately be overridden, so only
+    keys written in the mapping itself count.
+    """
+    seen = set() if seen is None else seen
+    if id(node) in seen:  # an alias of a node already checked (anchors may even be recursive)
+        return []
+    seen.add(id(node))
+    problems: list[Problem] = []
+    if isinstance(node, yaml.MappingNode):
+        first_line: dict[object, int] = {}
+        for key_node, value_node in node.value:
+            name = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
+            field = f"{path}.{name}" if path else name
+            key = _key_identity(key_node)
+            line = key_node.start_mark.line + 1
+            if key is not None and key in first_line:
+                message = f"duplicate key (first on line {first_line[key]})"
+                problems.append(Problem(field, message, line))
+            elif key is not None:
+                first_line[key] = line
+            problems += _duplicate_keys(value_node, field, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            problems += _duplicate_keys(item, f"{path}[{index}]", seen)
+    return problems
+
+
+def _key_identity(key_node: yaml.Node) -> tuple[str, object] | None:
+    """What makes two keys equal: their constructed values (`n_layers` == `"n_layers"`), keyed
+    by kind so that `1` and `true` stay apart. None for keys that cannot collide: merge keys,
+    and non-scalar keys (the loader rejects those itself)."""
+    if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
+        return None
+    value = _Loader("").construct_object(key_node, deep=True)
+    return (type(value).__name__, value)
 
 
 def _problems(exc: ValidationError, lines: dict[str, int]) -> list[Problem]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -45,7 +46,7 @@ def stderr_console() -> Console:
 def emit(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType]) -> None:
     """Write `result` to stdout in `fmt`; `table` builds the rich form only when it is wanted."""
     if fmt is OutputFormat.json:
-        sys.stdout.write(json.dumps(result.to_dict(), indent=2, default=_json_default) + "\n")
+        sys.stdout.write(to_json(result.to_dict()) + "\n")
     elif fmt is OutputFormat.csv:
         header, rows = result.csv_rows()
         writer = csv.writer(sys.stdout, lineterminator="\n")
@@ -55,11 +56,26 @@ def emit(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType])
         stdout_console().print(table())
 
 
-def _json_default(value: object) -> object:
-    # numpy scalars and arrays sneak into results; make them plain JSON.
+def to_json(value: object, indent: int | None = 2) -> str:
+    """Strict JSON text: non-finite floats become null, as NaN / Infinity are not JSON and break
+    jq, browsers and json.loads in other languages. allow_nan=False makes any float that slips
+    past json_safe fail loudly here instead of writing an invalid document."""
+    return json.dumps(json_safe(value), indent=indent, allow_nan=False)
+
+
+def json_safe(value: object) -> object:
+    """`value` with numpy scalars and arrays made plain, and every non-finite float made None,
+    however deeply it sits in dicts, lists and tuples."""
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    if isinstance(value, float):  # numpy.float64 is a float subclass
+        return float(value) if math.isfinite(value) else None
     if hasattr(value, "tolist"):
-        return value.tolist()  # type: ignore[no-any-return]
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+        # numpy scalars (float32, int64, bool_) and arrays: tolist() gives plain Python values.
+        return json_safe(value.tolist())
+    return value
 
 
 def with_progress(work: Callable[[Any], Any], show: bool, label: str) -> Any:

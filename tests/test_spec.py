@@ -1,0 +1,34 @@
+"""The Spec model itself: checks that hold however a Spec is built (YAML, config.json, replace)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pydantic import ValidationError
+
+from tests.conftest import VALID_SPEC
+from tfcli.spec import Spec
+from tfcli.spec_io import parse_spec_text
+
+# Every float field, found from the model so that a new one is covered without editing this list.
+FLOAT_FIELDS = [name for name, field in Spec.model_fields.items()
+                if field.annotation in (float, float | None)]
+
+
+def test_the_float_fields_are_found() -> None:
+    assert {"norm_eps", "rope_theta", "attention_scale", "init_std"} <= set(FLOAT_FIELDS)
+
+
+@pytest.mark.parametrize("field", FLOAT_FIELDS)
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_every_float_field_must_be_finite(field: str, value: float) -> None:
+    spec = parse_spec_text(VALID_SPEC)
+    with pytest.raises(ValidationError) as info:
+        spec.replace(**{field: value})
+    assert [(e["loc"], e["type"]) for e in info.value.errors()] == [((field,), "finite_number")]
+
+
+@pytest.mark.parametrize("field", FLOAT_FIELDS)
+def test_large_finite_floats_are_still_accepted(field: str) -> None:
+    assert getattr(parse_spec_text(VALID_SPEC).replace(**{field: 1e300}), field) == 1e300
