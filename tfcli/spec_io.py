@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import typing
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -189,7 +190,26 @@ def _problem_from_pydantic(err: Any, lines: dict[str, int]) -> Problem:
         return Problem(field, "is required", None)
     value = err.get("input")
     shown = repr(value) if not isinstance(value, dict) else "a mapping"
-    return Problem(field, f"{_message(err)} (got {shown})", line)
+    hint = ""
+    if err["type"] == "literal_error" and isinstance(value, str):
+        hint = _did_you_mean(value, _literal_choices(field))  # swiglue -> swiglu
+    return Problem(field, f"{_message(err)} (got {shown}){hint}", line)
+
+
+def _literal_choices(field: str) -> list[str]:
+    """The allowed strings of a Literal[...] (or Literal[...] | None) spec field."""
+    info = Spec.model_fields.get(field)
+    if info is None:
+        return []
+    pending, choices = [info.annotation], []
+    while pending:
+        annotation = pending.pop()
+        args = typing.get_args(annotation)
+        if typing.get_origin(annotation) is typing.Literal:
+            choices += [a for a in args if isinstance(a, str)]
+        else:
+            pending += args  # a union: look inside each member
+    return choices
 
 
 def _message(err: Any) -> str:
