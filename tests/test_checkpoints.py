@@ -256,6 +256,12 @@ def test_architectures_without_model_type() -> None:
     assert spec.family == "encoder" and spec.pooler and not spec.lm_head
 
 
+def test_mixtral_named_only_by_architectures_keeps_its_experts() -> None:
+    config = {k: v for k, v in LLAMA_CONFIG.items() if k != "model_type"}
+    spec = spec_from_config(config | {"architectures": ["MixtralForCausalLM"]}, "x")
+    assert (spec.n_experts, spec.experts_per_token) == (8, 2)
+
+
 def test_gamma_beta_names_are_canonicalised() -> None:
     names = canonical_names(BERT, ["bert.embeddings.LayerNorm.gamma", "bert.pooler.dense.weight"])
     assert names == {"bert.embeddings.LayerNorm.weight": "bert.embeddings.LayerNorm.gamma",
@@ -280,3 +286,124 @@ def test_yaml_round_trips_with_only_needed_fields(kind: str) -> None:
     assert text.startswith(f"# generated from /models/{kind}\n")
     assert parse_spec_text(text) == spec
     assert "init_std" not in text and "n_encoder_layers" not in text  # defaults and derived
+
+
+# --- malformed input: one BadInputError naming the file and field, never a traceback -----------
+
+MALFORMED_CONFIGS = [  # (config.json, field named, what the message says is wrong)
+    ({"architectures": 5}, "architectures", "expected a list of strings, got 5"),
+    ({"model_type": ["llama"]}, "model_type", "expected a string, got ['llama']"),
+    ({"model_type": "llama", "num_attention_heads": 0, "hidden_size": 64},
+     "num_attention_heads", "must be positive, got 0"),
+    ({"model_type": "llama", "rope_scaling": "yes"}, "rope_scaling",
+     "expected an object or null, got 'yes'"),
+    ({"model_type": "llama", "rope_theta": "big"}, "rope_theta", "expected a number, got 'big'"),
+    ({"model_type": "t5", "feed_forward_proj": 5}, "feed_forward_proj", "expected a string, got 5"),
+    (LLAMA_CONFIG | {"hidden_size": "64"}, "hidden_size", "expected an integer, got '64'"),
+    (GPT2_CONFIG | {"n_layer": True}, "n_layer", "expected an integer, got True"),
+    (GPT2_CONFIG | {"n_head": 2.0}, "n_head", "expected an integer, got 2.0"),
+    (GPT2_CONFIG | {"vocab_size": -3}, "vocab_size", "must be positive, got -3"),
+    (GPT2_CONFIG | {"n_positions": None}, "n_positions", "expected an integer, got None"),
+    (GPT2_CONFIG | {"layer_norm_epsilon": float("nan")}, "layer_norm_epsilon",
+     "expected a finite number, got nan"),
+    (GPT2_CONFIG | {"layer_norm_epsilon": 0}, "layer_norm_epsilon", "must be positive, got 0"),
+    (GPT2_CONFIG | {"tie_word_embeddings": "yes"}, "tie_word_embeddings",
+     "expected true or false, got 'yes'"),
+    ({"model_type": "bert", "type_vocab_size": -1}, "type_vocab_size",
+     "must not be negative, got -1"),
+    (LLAMA_CONFIG | {"rope_parameters": {"rope_type": 3}}, "rope_parameters.rope_type",
+     "expected a string, got 3"),
+    (LLAMA_CONFIG | {"rope_parameters": {"rope_theta": 1e400}}, "rope_parameters.rope_theta",
+     "expected a finite number, got inf"),
+    (LLAMA_CONFIG | {"model_type": "mixtral", "num_experts_per_tok": 0}, "num_experts_per_tok",
+     "must be positive, got 0"),
+    (LLAMA_CONFIG | {"sliding_window": "4k"}, "sliding_window", "expected an integer, got '4k'"),
+]
+
+
+def write_config(path: Path, config: dict) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.parametrize(("config", "field", "problem"), MALFORMED_CONFIGS)
+def test_malformed_config_names_file_and_field(tmp_path: Path, config: dict, field: str,
+                                                problem: str) -> None:
+    path = write_config(tmp_path / "m", config)
+    with pytest.raises(BadInputError) as info:
+        spec_from_config_dir(path)
+    assert info.value.message.startswith(f"{path / 'config.json'}: field '{field}': ")
+    assert problem in info.value.message
+
+
+def test_type_vocab_size_zero_is_allowed() -> None:
+    """0 means 'no token types', unlike the sizes that must be positive."""
+    assert spec_from_config({"model_type": "bert", "type_vocab_size": 0}, "x").type_vocab_size == 0
+
+
+@pytest.mark.parametrize("command", [["import-config"], ["params"], ["run"], ["validate"]])
+def test_malformed_config_through_the_cli(invoke, tmp_path: Path, command: list[str]) -> None:
+    path = write_config(tmp_path / "m", {"model_type": "llama", "rope_theta": "big"})
+    result = invoke(*command, str(path))
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    def squeezed(text: str) -> str:  # validate's table wraps long messages, even inside a path
+        return "".join(text.split())
+
+    expected = f"{path / 'config.json'}: field 'rope_theta': expected a number, got 'big'"
+    assert squeezed(expected) in squeezed(result.output)
+    assert "Traceback" not in result.output
+
+
+def _truncated(tensors: dict[str, np.ndarray]) -> bytes:
+    from safetensors.numpy import save
+
+    return save(tensors)[:-10]  # header intact, data cut short
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (b"garbage\n", "exceeds the file's 8 bytes"),
+    (b"", "shorter than the 8-byte header length"),
+    (b"\x02\x00\x00\x00\x00\x00\x00\x00[]", "header is not a JSON object"),
+    (b"\x05\x00\x00\x00\x00\x00\x00\x00{nope", "Expecting property name"),
+])
+def test_junk_safetensors_is_not_a_safetensors_file(tmp_path: Path, content: bytes,
+                                                    problem: str) -> None:
+    path = write_config(tmp_path / "m", GPT2_CONFIG)
+    (path / "model.safetensors").write_bytes(content)
+    with pytest.raises(BadInputError) as info:
+        load_weights(path, spec_from_config_dir(path))
+    assert info.value.message.startswith(f"{path / 'model.safetensors'}: not a safetensors file (")
+    assert problem in info.value.message
+
+
+def test_truncated_safetensors_is_reported(tmp_path: Path, tensors: dict) -> None:
+    path = write_config(tmp_path / "m", GPT2_CONFIG)
+    (path / "model.safetensors").write_bytes(_truncated(tensors))
+    with pytest.raises(BadInputError, match="model.safetensors: cannot be opened as safetensors"):
+        load_weights(path, spec_from_config_dir(path))
+
+
+def test_junk_safetensors_through_the_cli(invoke, gpt2_dir: Path) -> None:
+    (gpt2_dir / "model.safetensors").write_bytes(b"garbage\n")
+    result = invoke("run", str(gpt2_dir), "--tokens", "1,2")
+    assert result.exit_code == 2, result.output
+    assert f"{gpt2_dir / 'model.safetensors'}: not a safetensors file" in result.stderr
+
+
+def test_bad_tokenizer_json_is_named(gpt2_dir: Path) -> None:
+    from tfcli.tokenizer import get_tokenizer
+
+    (gpt2_dir / "tokenizer.json").write_text("{not json")
+    with pytest.raises(BadInputError) as info:
+        get_tokenizer(VOCAB, str(gpt2_dir))
+    assert info.value.message.startswith(f"{gpt2_dir / 'tokenizer.json'}: cannot be loaded as a tokenizer (")
+
+
+@pytest.mark.parametrize("args", [["run", "--text", "a b"], ["generate", "--prompt", "a"]])
+def test_bad_tokenizer_json_through_the_cli(invoke, gpt2_dir: Path, args: list[str]) -> None:
+    (gpt2_dir / "tokenizer.json").write_text("{not json")
+    result = invoke(args[0], str(gpt2_dir), *args[1:])
+    assert result.exit_code == 2, result.output
+    assert f"{gpt2_dir / 'tokenizer.json'}: cannot be loaded as a tokenizer" in result.stderr

@@ -48,7 +48,10 @@ class HFTokenizer:
         from tokenizers import Tokenizer as _Tokenizer  # optional dependency, imported on use
 
         self.name = str(path)
-        self._tok = _Tokenizer.from_file(str(path))
+        try:
+            self._tok = _Tokenizer.from_file(str(path))
+        except Exception as exc:  # `tokenizers` raises bare Exception for unreadable or bad JSON
+            raise BadInputError(f"{path}: cannot be loaded as a tokenizer ({exc})") from None
 
     def encode(self, text: str) -> list[int]:
         return list(self._tok.encode(text).ids)

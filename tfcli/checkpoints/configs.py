@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
+from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.errors import BadInputError, SpecConsistencyError
 from tfcli.spec import Spec
 
-Config = dict[str, Any]
+CONFIG_FILE = "config.json"
 
 # Defaults of the transformers 5 config classes (GPT2Config(), BertConfig(), ...), for the keys
 # we read. Sizes default too, exactly as transformers would load a config that omits them.
@@ -70,96 +70,112 @@ BERT_WITHOUT_POOLER = {"BertForMaskedLM", "BertLMHeadModel", "BertForTokenClassi
                        "BertForQuestionAnswering"}
 
 
-def unsupported(config: Config, message: str) -> BadInputError:
-    kind = config.get("model_type", "?")
-    return BadInputError(f"config.json (model_type '{kind}'): {message}")
+def unsupported(c: ConfigFields, message: str) -> BadInputError:
+    """A config.json feature tfcli does not model (its fields are well formed)."""
+    return BadInputError(f"{c.file} (model_type '{c.values['model_type']}'): {message}")
 
 
-def _activation(config: Config, value: str, key: str) -> str:
+def _activation(c: ConfigFields, value: str, key: str) -> str:
     if value not in ACTIVATION_NAMES:
-        raise unsupported(config, f"{key} '{value}' is not supported "
-                                  f"(supported: {', '.join(sorted(ACTIVATION_NAMES))})")
+        raise unsupported(c, f"{key} '{value}' is not supported "
+                             f"(supported: {', '.join(sorted(ACTIVATION_NAMES))})")
     return ACTIVATION_NAMES[value]
 
 
-def _architecture(config: Config) -> str:
-    names = config.get("architectures") or []
-    return str(names[0]) if names else ""
+def _architecture(c: ConfigFields) -> str:
+    names = c.names("architectures")
+    return names[0] if names else ""
 
 
-def _require_false(config: Config, *keys: str) -> None:
+def _require_false(c: ConfigFields, *keys: str) -> None:
     for key in keys:
-        if config.get(key):
-            raise unsupported(config, f"{key} = {config[key]!r} is not supported")
+        if c.flag(key, default=False):
+            raise unsupported(c, f"{key} = True is not supported")
 
 
 # --- families --------------------------------------------------------------------------------
+# Sizes are read with integer() (a positive int), epsilons and RoPE bases with number() (a
+# positive finite float): a zero or negative size would otherwise surface as a ZeroDivisionError
+# or a pydantic message that names the spec field instead of the config.json key.
 
 
-def _gpt2(c: Config) -> tuple[Config, list[str]]:
+def _gpt2(c: ConfigFields) -> tuple[Config, list[str]]:
     _require_false(c, "scale_attn_by_inverse_layer_idx", "add_cross_attention")
+    d_model = c.integer("n_embd")
     fields = {
-        "family": "decoder", "vocab_size": c["vocab_size"], "max_seq_len": c["n_positions"],
-        "d_model": c["n_embd"], "n_heads": c["n_head"], "n_layers": c["n_layer"],
-        "d_ff": c["n_inner"] or 4 * c["n_embd"],
-        "activation": _activation(c, c["activation_function"], "activation_function"),
-        "norm": "layernorm", "norm_placement": "pre", "norm_eps": float(c["layer_norm_epsilon"]),
-        "positions": "learned", "bias": True, "tie_embeddings": bool(c["tie_word_embeddings"]),
+        "family": "decoder", "vocab_size": c.integer("vocab_size"),
+        "max_seq_len": c.integer("n_positions"), "d_model": d_model,
+        "n_heads": c.integer("n_head"), "n_layers": c.integer("n_layer"),
+        "d_ff": c.optional_integer("n_inner") or 4 * d_model,
+        "activation": _activation(c, c.text("activation_function"), "activation_function"),
+        "norm": "layernorm", "norm_placement": "pre", "norm_eps": c.number("layer_norm_epsilon"),
+        "positions": "learned", "bias": True, "tie_embeddings": c.flag("tie_word_embeddings"),
         "lm_head": _architecture(c) not in HEADLESS,
     }
-    if not c["scale_attn_weights"]:
+    if not c.flag("scale_attn_weights"):
         fields["attention_scale"] = 1.0
     return fields, []
 
 
-def _bert(c: Config) -> tuple[Config, list[str]]:
+def _bert(c: ConfigFields) -> tuple[Config, list[str]]:
     _require_false(c, "is_decoder", "add_cross_attention")
-    if c["position_embedding_type"] != "absolute":
-        raise unsupported(c, f"position_embedding_type '{c['position_embedding_type']}' is not "
-                             "supported (only 'absolute')")
+    positions = c.text("position_embedding_type")
+    if positions != "absolute":
+        raise unsupported(c, f"position_embedding_type '{positions}' is not supported "
+                             "(only 'absolute')")
     fields = {
-        "family": "encoder", "vocab_size": c["vocab_size"],
-        "max_seq_len": c["max_position_embeddings"], "d_model": c["hidden_size"],
-        "n_heads": c["num_attention_heads"], "n_layers": c["num_hidden_layers"],
-        "d_ff": c["intermediate_size"], "activation": _activation(c, c["hidden_act"], "hidden_act"),
-        "norm": "layernorm", "norm_placement": "post", "norm_eps": float(c["layer_norm_eps"]),
+        "family": "encoder", "vocab_size": c.integer("vocab_size"),
+        "max_seq_len": c.integer("max_position_embeddings"), "d_model": c.integer("hidden_size"),
+        "n_heads": c.integer("num_attention_heads"), "n_layers": c.integer("num_hidden_layers"),
+        "d_ff": c.integer("intermediate_size"),
+        "activation": _activation(c, c.text("hidden_act"), "hidden_act"),
+        "norm": "layernorm", "norm_placement": "post", "norm_eps": c.number("layer_norm_eps"),
         "positions": "learned", "bias": True, "embedding_norm": True,
-        "type_vocab_size": c["type_vocab_size"], "lm_head": False,
+        "type_vocab_size": c.integer("type_vocab_size", minimum=0), "lm_head": False,
         "pooler": _architecture(c) not in BERT_WITHOUT_POOLER,
     }
     return fields, ["BertModel body only: task heads (cls.*, classifier.*) are not loaded"]
 
 
-def _rope_theta(c: Config) -> float:
+def _rope_kind(params: ConfigFields, scaling: ConfigFields) -> str:
+    return (params.optional_text("rope_type") or scaling.optional_text("rope_type")
+            or scaling.optional_text("type") or "default")
+
+
+def _rope_theta(c: ConfigFields) -> float:
     """RoPE base, from transformers 5 `rope_parameters` or the older top-level keys."""
-    params = c.get("rope_parameters") or {}
-    scaling = c.get("rope_scaling") or {}
-    kind = params.get("rope_type") or scaling.get("rope_type") or scaling.get("type") or "default"
+    params, scaling = c.section("rope_parameters"), c.section("rope_scaling")
+    kind = _rope_kind(params, scaling)
     if kind != "default":
         raise unsupported(c, f"RoPE scaling '{kind}' is not supported (only plain RoPE)")
-    if params.get("partial_rotary_factor", c.get("partial_rotary_factor", 1.0)) != 1.0:
+    # the nested value wins, as in transformers 5; the top-level key is the older spelling
+    partial = params if params.has("partial_rotary_factor") else c
+    if partial.number("partial_rotary_factor", default=1.0, positive=False) != 1.0:
         raise unsupported(c, "partial_rotary_factor other than 1.0 is not supported")
-    return float(params.get("rope_theta", c["rope_theta"]))
+    return (params if params.has("rope_theta") else c).number("rope_theta")
 
 
-def _llama(c: Config) -> tuple[Config, list[str]]:
-    if c["hidden_act"] not in ("silu", "swish"):
-        raise unsupported(c, f"hidden_act '{c['hidden_act']}' is not supported (only silu)")
-    d_model, n_heads = c["hidden_size"], c["num_attention_heads"]
+def _llama(c: ConfigFields) -> tuple[Config, list[str]]:
+    act = c.text("hidden_act")
+    if act not in ("silu", "swish"):
+        raise unsupported(c, f"hidden_act '{act}' is not supported (only silu)")
+    d_model, n_heads = c.integer("hidden_size"), c.integer("num_attention_heads")
     fields: Config = {
-        "family": "decoder", "vocab_size": c["vocab_size"],
-        "max_seq_len": c["max_position_embeddings"], "d_model": d_model, "n_heads": n_heads,
-        "n_kv_heads": c["num_key_value_heads"] or n_heads, "d_head": c["head_dim"] or d_model // n_heads,
-        "n_layers": c["num_hidden_layers"], "d_ff": c["intermediate_size"],
+        "family": "decoder", "vocab_size": c.integer("vocab_size"),
+        "max_seq_len": c.integer("max_position_embeddings"), "d_model": d_model,
+        "n_heads": n_heads, "n_kv_heads": c.optional_integer("num_key_value_heads") or n_heads,
+        "d_head": c.optional_integer("head_dim") or d_model // n_heads,
+        "n_layers": c.integer("num_hidden_layers"), "d_ff": c.integer("intermediate_size"),
         "activation": "swiglu", "norm": "rmsnorm", "norm_placement": "pre",
-        "norm_eps": float(c["rms_norm_eps"]), "positions": "rope", "rope_theta": _rope_theta(c),
-        "bias": False, "attention_bias": bool(c["attention_bias"]), "ffn_bias": bool(c["mlp_bias"]),
-        "tie_embeddings": bool(c["tie_word_embeddings"]),
+        "norm_eps": c.number("rms_norm_eps"), "positions": "rope", "rope_theta": _rope_theta(c),
+        "bias": False, "attention_bias": c.flag("attention_bias"), "ffn_bias": c.flag("mlp_bias"),
+        "tie_embeddings": c.flag("tie_word_embeddings"),
         "lm_head": _architecture(c) not in HEADLESS,
     }
-    if c.get("model_type") == "mixtral":
-        fields |= {"n_experts": c["num_local_experts"], "experts_per_token": c["num_experts_per_tok"]}
-    return fields, _cap_at_sliding_window(c["sliding_window"], fields)
+    if c.values["model_type"] == "mixtral":
+        fields |= {"n_experts": c.integer("num_local_experts"),
+                   "experts_per_token": c.integer("num_experts_per_tok")}
+    return fields, _cap_at_sliding_window(c.optional_integer("sliding_window"), fields)
 
 
 def _cap_at_sliding_window(window: int | None, fields: Config) -> list[str]:
@@ -172,8 +188,8 @@ def _cap_at_sliding_window(window: int | None, fields: Config) -> list[str]:
     return [note]
 
 
-def _t5_activation(c: Config) -> tuple[str, list[str]]:
-    proj = c["feed_forward_proj"]
+def _t5_activation(c: ConfigFields) -> tuple[str, list[str]]:
+    proj = c.text("feed_forward_proj")
     gated, _, act = proj.rpartition("-")
     if gated not in ("", "gated"):
         raise unsupported(c, f"feed_forward_proj '{proj}' is not a valid T5 activation")
@@ -187,22 +203,23 @@ def _t5_activation(c: Config) -> tuple[str, list[str]]:
                          "(supported: relu, gelu, gated-gelu, gated-silu)")
 
 
-def _t5(c: Config) -> tuple[Config, list[str]]:
+def _t5(c: ConfigFields) -> tuple[Config, list[str]]:
     activation, notes = _t5_activation(c)
-    tied = bool(c["tie_word_embeddings"])
+    tied = c.flag("tie_word_embeddings")
     # transformers 5 writes tie_word_embeddings: true always and keeps T5 v1.1's "no rescale"
     # in scale_decoder_outputs; older configs say both with tie_word_embeddings.
-    rescale = bool(c.get("scale_decoder_outputs", tied))
+    rescale = c.flag("scale_decoder_outputs", default=tied)
     head = _architecture(c) not in HEADLESS
+    n_layers = c.integer("num_layers")
     fields: Config = {
-        "family": "encoder-decoder", "vocab_size": c["vocab_size"],
-        "max_seq_len": c["n_positions"], "d_model": c["d_model"], "n_heads": c["num_heads"],
-        "d_head": c["d_kv"], "n_layers": c["num_layers"],
-        "n_decoder_layers": c["num_decoder_layers"] or c["num_layers"],
-        "d_ff": c["d_ff"], "activation": activation, "norm": "rmsnorm", "norm_placement": "pre",
-        "norm_eps": float(c["layer_norm_epsilon"]), "positions": "relative",
-        "relative_buckets": c["relative_attention_num_buckets"],
-        "relative_max_distance": c["relative_attention_max_distance"], "bias": False,
+        "family": "encoder-decoder", "vocab_size": c.integer("vocab_size"),
+        "max_seq_len": c.integer("n_positions"), "d_model": c.integer("d_model"),
+        "n_heads": c.integer("num_heads"), "d_head": c.integer("d_kv"), "n_layers": n_layers,
+        "n_decoder_layers": c.optional_integer("num_decoder_layers") or n_layers,
+        "d_ff": c.integer("d_ff"), "activation": activation, "norm": "rmsnorm",
+        "norm_placement": "pre", "norm_eps": c.number("layer_norm_epsilon"),
+        "positions": "relative", "relative_buckets": c.integer("relative_attention_num_buckets"),
+        "relative_max_distance": c.integer("relative_attention_max_distance"), "bias": False,
         "attention_scale": 1.0, "tie_embeddings": tied, "lm_head": head,
         "tied_head_rescale": tied and rescale and head,
     }
@@ -211,7 +228,7 @@ def _t5(c: Config) -> tuple[Config, list[str]]:
     return fields, notes
 
 
-FAMILIES: dict[str, Callable[[Config], tuple[Config, list[str]]]] = {
+FAMILIES: dict[str, Callable[[ConfigFields], tuple[Config, list[str]]]] = {
     "gpt2": _gpt2, "bert": _bert, "llama": _llama, "mistral": _llama, "mixtral": _llama, "t5": _t5,
 }
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
@@ -225,40 +242,47 @@ ARCHITECTURE_TYPES = {
 }
 
 
-def model_type(config: Config) -> str:
+def model_type(config: Config, file: str = CONFIG_FILE) -> str:
     """The supported family of a config, or a BadInputError naming what it is."""
-    kind = config.get("model_type") or ARCHITECTURE_TYPES.get(_architecture(config), "")
+    c = ConfigFields(config, file)
+    architecture = _architecture(c)
+    kind = c.optional_text("model_type") or ARCHITECTURE_TYPES.get(architecture, "")
     if kind not in FAMILIES:
-        shown = f"model_type '{kind}'" if kind else f"architectures {config.get('architectures')}"
-        raise BadInputError(f"config.json: {shown} is not supported "
+        shown = f"model_type '{kind}'" if kind else f"architectures {c.names('architectures')}"
+        raise BadInputError(f"{file}: {shown} is not supported "
                             f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})")
     return kind
 
 
-def spec_from_config(config: Config, source: str) -> Spec:
-    """A Spec for a Hugging Face config.json mapping; `source` is where it came from."""
-    kind = model_type(config)
-    merged = DEFAULTS[kind] | config
-    try:
-        fields, notes = FAMILIES[kind](merged)
-    except (KeyError, TypeError) as exc:
-        raise unsupported(config, f"missing or malformed value: {exc}") from None
-    name = Path(str(config.get("_name_or_path") or source)).name or kind
-    arch = _architecture(config) or kind
+def spec_from_config(config: Config, source: str, *, file: str = CONFIG_FILE) -> Spec:
+    """A Spec for a Hugging Face config.json mapping; `source` is where it came from and `file`
+    the config file that error messages name."""
+    kind = model_type(config, file)
+    # the resolved kind is stored back so a config named only by `architectures` reads as its
+    # family everywhere (messages, the mixtral expert fields)
+    c = ConfigFields(DEFAULTS[kind] | config | {"model_type": kind}, file)
+    fields, notes = FAMILIES[kind](c)
+    name = Path(c.optional_text("_name_or_path") or source).name or kind
+    arch = _architecture(c) or kind
     description = f"{arch} imported from config.json" + "".join(f"; {n}" for n in notes)
     try:
         return Spec.model_validate({"name": name, "description": description, "source": source} | fields)
     except SpecConsistencyError as exc:
-        raise unsupported(config, f"gives an inconsistent spec: {exc.message}") from None
+        raise unsupported(c, f"gives an inconsistent spec: {exc.message}") from None
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise unsupported(config, f"gives an invalid spec: {problems}") from None
+        raise unsupported(c, f"gives an invalid spec: {problems}") from None
+
+
+def config_file(path: str | Path) -> Path:
+    """The config.json of a model directory, or `path` itself when it names the file."""
+    path = Path(path)
+    return path / CONFIG_FILE if path.is_dir() else path
 
 
 def read_config(path: str | Path) -> Config:
     """The parsed config.json of a model directory (or the file itself)."""
-    path = Path(path)
-    file = path / "config.json" if path.is_dir() else path
+    file = config_file(path)
     if not file.is_file():
         raise BadInputError(f"{path}: no config.json (expected a Hugging Face model directory)")
     try:
@@ -272,4 +296,4 @@ def read_config(path: str | Path) -> Config:
 
 def spec_from_config_dir(path: str | Path) -> Spec:
     """The Spec of a Hugging Face model directory, from its config.json."""
-    return spec_from_config(read_config(path), source=str(path))
+    return spec_from_config(read_config(path), source=str(path), file=str(config_file(path)))

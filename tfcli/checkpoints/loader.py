@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from tfcli.analysis.params import total_parameters
-from tfcli.checkpoints.configs import model_type, read_config
+from tfcli.checkpoints.configs import config_file, model_type, read_config
 from tfcli.checkpoints.names import TABLES, Rule, Table
 from tfcli.checkpoints.tensors import TensorSource
 from tfcli.engine.weights import Initializer, Weights, count_parameters, arrange_weights
@@ -196,7 +196,7 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
     first blocks of the checkpoint (`--layers K`), so tensors of later blocks are skipped.
     """
     directory = Path(path)
-    kind = model_type(read_config(directory))
+    kind = model_type(read_config(directory), str(config_file(directory)))
     weights = skeleton(spec, dtype)
     slots = dict(array_paths(weights))
     with TensorSource(directory) as source:

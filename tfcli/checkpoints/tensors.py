@@ -46,16 +46,32 @@ def shard_map(directory: Path) -> dict[str, Path]:
     )
 
 
+HEADER_LENGTH_BYTES = 8  # little-endian u64: the JSON header's size, first in every file
+
+
 def _layout(file: Path) -> tuple[int, dict[str, Any]]:
     """Where a safetensors file's data starts, and its JSON header (without __metadata__)."""
     try:
         with file.open("rb") as f:
-            (length,) = struct.unpack("<Q", f.read(8))
+            length = _header_length(f.read(HEADER_LENGTH_BYTES), file.stat().st_size)
             header = json.loads(f.read(length))
-    except (OSError, struct.error, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # json's errors (and UnicodeDecodeError) are ValueErrors
         raise BadInputError(f"{file}: not a safetensors file ({exc})") from None
+    if not isinstance(header, dict):
+        raise BadInputError(f"{file}: not a safetensors file (header is not a JSON object)")
     header.pop("__metadata__", None)
-    return 8 + length, header
+    return HEADER_LENGTH_BYTES + length, header
+
+
+def _header_length(prefix: bytes, file_size: int) -> int:
+    """The header length a file starts with, checked against the file's size before anything
+    reads that many bytes: in a file of junk it is any 64-bit number (MemoryError, not a message)."""
+    if len(prefix) < HEADER_LENGTH_BYTES:
+        raise ValueError(f"{file_size} bytes, shorter than the {HEADER_LENGTH_BYTES}-byte header length")
+    (length,) = struct.unpack("<Q", prefix)
+    if length > file_size - HEADER_LENGTH_BYTES:
+        raise ValueError(f"header length {length} exceeds the file's {file_size} bytes")
+    return length
 
 
 def _header(file: Path) -> dict[str, Any]:
