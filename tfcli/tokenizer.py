@@ -74,16 +74,17 @@ def _tokenizers_installed() -> bool:
     return True
 
 
-def get_tokenizer(vocab_size: int, weights_dir: str | None = None) -> Tokenizer:
+def get_tokenizer(vocab_size: int, weights_dir: str | None = None,
+                  option: str = "--text") -> Tokenizer:
     """The checkpoint's tokenizer.json when there is one and `tokenizers` is installed, else
-    UTF-8 bytes (which needs vocab_size >= 256)."""
+    UTF-8 bytes (which needs vocab_size >= 256). `option` names the text's option in errors."""
     if weights_dir is not None:
         path = Path(weights_dir) / "tokenizer.json"
         if path.is_file() and _tokenizers_installed():
             return HFTokenizer(path)
     if vocab_size < BYTE_VOCAB:
         raise BadInputError(
-            f"--text needs a vocabulary of at least {BYTE_VOCAB} for the byte-level tokenizer "
+            f"{option} needs a vocabulary of at least {BYTE_VOCAB} for the byte-level tokenizer "
             f"(this spec has {vocab_size}); pass --tokens instead"
         )
     return ByteTokenizer()

@@ -87,6 +87,14 @@ def test_errors_before_any_work(invoke) -> None:
         assert "Traceback" not in result.output
 
 
+def test_small_vocabulary_names_the_option_given(invoke, write_spec) -> None:
+    spec = write_spec("name: small\nfamily: decoder\nvocab_size: 100\nmax_seq_len: 32\n"
+                      "d_model: 16\nn_heads: 2\nn_layers: 1\nd_ff: 32\n")
+    result = invoke("generate", str(spec), "--prompt", "hi")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("tfcli: error: --prompt needs a vocabulary of at least 256")
+
+
 def test_float64_cache_check_is_tight() -> None:
     model = load_model("lesson-tiny", dtype="float64")
     result = generate_text(model, GenerateRequest([1, 2, 3], 5), None, mode="check")

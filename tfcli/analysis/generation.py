@@ -124,7 +124,7 @@ def prompt_tokens(model: Model, prompt: str | None, tokens: str | None) -> tuple
         ids = parse_token_list(tokens, model.spec.vocab_size)
         tokenizer = _optional_tokenizer(model)
         return ids, tokenizer
-    tokenizer = get_tokenizer(model.spec.vocab_size, model.weights_dir)
+    tokenizer = get_tokenizer(model.spec.vocab_size, model.weights_dir, "--prompt")
     ids = tokenizer.encode(prompt or "")
     if not ids:
         raise BadInputError("--prompt is empty: nothing to continue")

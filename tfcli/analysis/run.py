@@ -91,8 +91,10 @@ def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: st
     if (text is not None or tokens is not None) and (batch != 1 or seq_len is not None):
         raise BadInputError("--batch and --seq-len shape random input; they do not apply to "
                             "--text or --tokens")
-    uses_text = text is not None or target is not None
-    tokenizer = get_tokenizer(spec.vocab_size, weights_dir) if uses_text else None
+    tokenizer = None
+    if text is not None or target is not None:
+        tokenizer = get_tokenizer(spec.vocab_size, weights_dir,
+                                  "--text" if text is not None else "--target")
     if text is not None:
         ids, kind = _encode(tokenizer, text, "--text"), "text"
     elif tokens is not None:
