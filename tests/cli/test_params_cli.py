@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -89,12 +90,19 @@ def test_version_and_module_entry_point() -> None:
     assert out.stdout.startswith("tfcli ")
 
 
-def test_help_and_params_do_not_import_heavy_modules() -> None:
+@pytest.mark.parametrize("target", ["llama-2-7b", "model-dir"])
+def test_help_and_params_do_not_import_heavy_modules(target: str, tmp_path: Path) -> None:
+    """A bundled spec and a Hugging Face directory alike: counting reads only config.json."""
+    if target == "model-dir":
+        (tmp_path / "config.json").write_text(json.dumps({
+            "model_type": "llama", "vocab_size": 100, "hidden_size": 16, "intermediate_size": 32,
+            "num_hidden_layers": 1, "num_attention_heads": 2, "max_position_embeddings": 32}))
+        target = str(tmp_path)
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
         "from tfcli.cli import app\n"
-        "r = CliRunner().invoke(app, ['params', 'llama-2-7b', '-f', 'json'])\n"
+        f"r = CliRunner().invoke(app, ['params', {target!r}, '-f', 'json'])\n"
         "assert r.exit_code == 0, r.output\n"
         "heavy = {'torch', 'transformers', 'matplotlib', 'plotext', 'safetensors', 'numpy'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"

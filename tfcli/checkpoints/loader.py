@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from tfcli.analysis.params import total_parameters
-from tfcli.checkpoints.configs import config_file, model_type, read_config
+from tfcli.checkpoints.configs import config_file, model_type, read_config, spec_from_config_dir
 from tfcli.checkpoints.names import TABLES, Rule, Table
 from tfcli.checkpoints.tensors import TensorSource
 from tfcli.engine.weights import Initializer, Weights, count_parameters, arrange_weights
@@ -240,3 +240,9 @@ def _check_complete(weights: Weights, spec: Spec, unfilled: dict[str, Array], wh
     loaded, expected = count_parameters(weights), total_parameters(spec)
     if loaded != expected:
         raise BadInputError(f"{where}: loaded {loaded:,} parameters but the spec counts {expected:,}")
+
+
+def load_checkpoint(path: str | Path, dtype: np.dtype | type = np.float32) -> tuple[Spec, Weights]:
+    """Spec and Weights of a Hugging Face model directory in one call."""
+    spec = spec_from_config_dir(path)
+    return spec, load_weights(path, spec, dtype)
