@@ -58,6 +58,8 @@ def resolve_spec_path(arg: str) -> Path:
 def load_spec(arg: str) -> Spec:
     """Load a spec from a path, a bundled name, or a Hugging Face model directory."""
     path = resolve_spec_path(arg)
+    if path.name == "config.json" and path.is_file():  # a model directory's config, named
+        path = path.parent
     if path.is_dir():
         if (path / "config.json").is_file():
             from tfcli.checkpoints import spec_from_config_dir  # only when a directory is given

@@ -31,6 +31,17 @@ def test_import_config_round_trips(invoke, gpt2_dir: Path) -> None:
     assert (spec.d_model, spec.n_layers, spec.activation) == (32, 3, "gelu_tanh")
 
 
+def test_a_config_json_path_stands_for_its_directory(invoke, gpt2_dir: Path) -> None:
+    config = str(gpt2_dir / "config.json")
+    by_file, by_dir = invoke("import-config", config), invoke("import-config", str(gpt2_dir))
+    assert by_file.exit_code == 0 and f"name: {gpt2_dir.name}" in by_file.stdout
+    assert by_file.stdout.splitlines()[1:] == by_dir.stdout.splitlines()[1:]  # after the comment
+    params = invoke("params", config, "-f", "json")
+    assert params.exit_code == 0, params.output
+    by_dir_params = invoke("params", str(gpt2_dir), "-f", "json")
+    assert json.loads(params.stdout) == json.loads(by_dir_params.stdout)
+
+
 def test_directory_as_spec_and_as_weights_agree(invoke, gpt2_dir: Path, tmp_path: Path) -> None:
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(invoke("import-config", str(gpt2_dir)).stdout)

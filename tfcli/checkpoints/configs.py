@@ -295,5 +295,7 @@ def read_config(path: str | Path) -> Config:
 
 
 def spec_from_config_dir(path: str | Path) -> Spec:
-    """The Spec of a Hugging Face model directory, from its config.json."""
-    return spec_from_config(read_config(path), source=str(path), file=str(config_file(path)))
+    """The Spec of a Hugging Face model directory, from its config.json (or given that file:
+    the spec is still named after the directory)."""
+    file = config_file(path)
+    return spec_from_config(read_config(path), source=str(file.parent), file=str(file))
