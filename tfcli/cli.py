@@ -329,7 +329,7 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
     from tfcli.errors import BadInputError
 
     try:
-        return tuple(int(part) for part in text.split(",") if part.strip())
+        return tuple(int(part) for part in text.split(","))  # "1,,2" is an error, not 1,2
     except ValueError:
         raise BadInputError(f"{option} takes comma-separated integers, got {text!r}") from None
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1  # the tool ran, but a check it was asked to make failed
 EXIT_BAD_INPUT = 2  # the user's input (spec, option, file) is wrong
+EXIT_OUTPUT_FAILED = 74  # the result could not be written (sysexits.h EX_IOERR: disk full)
 
 
 class TfcliError(Exception):
@@ -31,6 +32,12 @@ class CheckFailedError(TfcliError):
     """A check the user asked for (e.g. --check-cache) did not hold."""
 
     exit_code = EXIT_CHECK_FAILED
+
+
+class OutputError(TfcliError):
+    """Standard output refused the result (a full disk, a closed file)."""
+
+    exit_code = EXIT_OUTPUT_FAILED
 
 
 @dataclass(frozen=True)

@@ -92,12 +92,12 @@ def get_tokenizer(vocab_size: int, weights_dir: str | None = None,
 
 def parse_token_list(text: str, vocab_size: int, option: str = "--tokens") -> list[int]:
     """'1,2,3' -> [1, 2, 3], each id checked against the vocabulary."""
+    if not text.strip():
+        raise BadInputError(f"{option} is empty")
     try:
-        ids = [int(part) for part in text.replace(" ", "").split(",") if part]
+        ids = [int(part) for part in text.replace(" ", "").split(",")]  # "1,,2": an error
     except ValueError:
         raise BadInputError(f"{option} takes comma-separated integers, got {text!r}") from None
-    if not ids:
-        raise BadInputError(f"{option} is empty")
     bad = [i for i in ids if not 0 <= i < vocab_size]
     if bad:
         raise BadInputError(f"{option}: token id {bad[0]} is outside the vocabulary [0, {vocab_size})")

@@ -41,6 +41,7 @@ def test_errors(invoke, tmp_path) -> None:
         (["depth-sweep"], "linear"),  # a block sweep needs a spec
         (["depth-sweep", "lesson-tiny", "--variants", "sideways"], "sideways"),
         (["depth-sweep", "lesson-tiny", "--depths", "a,b"], "--depths"),
+        (["depth-sweep", "lesson-tiny", "--depths", "1,,4"], "--depths"),
         (["depth-sweep", "lesson-tiny", "--sublayer", "moe"], "moe"),
         (["depth-sweep", "--sublayer", "linear", "--plot", str(tmp_path / "no" / "x.png")], "--plot"),
         (["depth-sweep", "--sublayer", "linear", "--depths", "0"], "--depths"),

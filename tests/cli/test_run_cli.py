@@ -82,6 +82,8 @@ def test_errors(invoke, tmp_path: Path) -> None:
     cases = [
         (["lesson-tiny", "--tokens", "1,999"], "outside the vocabulary"),
         (["lesson-tiny", "--tokens", "a,b"], "comma-separated integers"),
+        (["lesson-tiny", "--tokens", "1,,2"], "comma-separated integers"),
+        (["lesson-tiny", "--tokens", ""], "--tokens is empty"),
         (["lesson-tiny", "--text", ""], "empty"),
         (["lesson-tiny", "--text", "a", "--tokens", "1"], "either --text or --tokens"),
         (["gpt2", "--layers", "1", "--seq-len", "2000"], "exceeds max_seq_len"),

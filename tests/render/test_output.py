@@ -71,3 +71,38 @@ def test_an_unconverted_non_finite_float_fails_loudly(monkeypatch: pytest.Monkey
     monkeypatch.setattr(output, "json_safe", lambda value: value)
     with pytest.raises(ValueError):
         to_json({"x": math.nan})
+
+
+class _FullDisk:
+    """A stdout whose device is full: every write fails as /dev/full's does."""
+
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("fmt", [OutputFormat.json, OutputFormat.csv])
+def test_a_full_stdout_is_one_output_error(fmt: OutputFormat, monkeypatch) -> None:
+    from tfcli.errors import EXIT_OUTPUT_FAILED, OutputError
+
+    class Rows(_Result):
+        def csv_rows(self) -> tuple[list[str], list[list[object]]]:
+            return ["a"], [[1]]
+
+    monkeypatch.setattr("sys.stdout", _FullDisk())
+    with pytest.raises(OutputError, match="cannot write the output: No space left") as err:
+        emit(Rows({"a": 1}), fmt, lambda: "table")
+    assert err.value.exit_code == EXIT_OUTPUT_FAILED
+
+
+def test_a_closed_pipe_is_left_to_click(monkeypatch) -> None:
+    """click turns EPIPE into a quiet exit; emit must not rename it."""
+    class ClosedPipe(_FullDisk):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr("sys.stdout", ClosedPipe())
+    with pytest.raises(BrokenPipeError):
+        emit(_Result({"a": 1}), OutputFormat.json, lambda: "table")

@@ -17,6 +17,8 @@ from typing import Any, Protocol
 
 from rich.console import Console, RenderableType
 
+from tfcli.errors import OutputError
+
 
 class OutputFormat(str, Enum):
     table = "table"
@@ -44,7 +46,20 @@ def stderr_console() -> Console:
 
 
 def emit(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType]) -> None:
-    """Write `result` to stdout in `fmt`; `table` builds the rich form only when it is wanted."""
+    """Write `result` to stdout in `fmt`; `table` builds the rich form only when it is wanted.
+
+    A stdout that cannot take it (disk full) is one message, not a traceback; a closed pipe
+    (`tfcli ... | head -1`) is left to click, which exits quietly."""
+    try:
+        _write(result, fmt, table)
+        sys.stdout.flush()  # a full disk shows here, not at exit as an "ignored" exception
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"cannot write the output: {exc.strerror or exc}") from None
+
+
+def _write(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType]) -> None:
     if fmt is OutputFormat.json:
         sys.stdout.write(to_json(result.to_dict()) + "\n")
     elif fmt is OutputFormat.csv:
