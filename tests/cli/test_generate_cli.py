@@ -95,6 +95,15 @@ def test_small_vocabulary_names_the_option_given(invoke, write_spec) -> None:
     assert result.stderr.startswith("tfcli: error: --prompt needs a vocabulary of at least 256")
 
 
+def test_truncation_options_under_greedy_decoding_get_a_note(invoke) -> None:
+    result = invoke("generate", "lesson-tiny", "--tokens", "1,2", "--max-new-tokens", "2",
+                    "--top-k", "5")
+    assert result.exit_code == 0 and "no effect" in result.stdout
+    sampled = invoke("generate", "lesson-tiny", "--tokens", "1,2", "--max-new-tokens", "2",
+                     "--top-k", "5", "--temperature", "0.8", "-f", "json")
+    assert json.loads(sampled.stdout)["notes"] == []
+
+
 def test_float64_cache_check_is_tight() -> None:
     model = load_model("lesson-tiny", dtype="float64")
     result = generate_text(model, GenerateRequest([1, 2, 3], 5), None, mode="check")

@@ -193,5 +193,12 @@ def generate_text(model: Model, request: GenerateRequest, tokenizer: Tokenizer |
     return GenerateResult(
         spec.name, model.origin, model.dtype, request.prompt_tokens, new,
         None if prompt_text is None else prompt_text + (new_text or ""), new_text,
-        cached, uncached, formula, check,
+        cached, uncached, formula, check, _notes(request),
     )
+
+
+def _notes(request: GenerateRequest) -> list[str]:
+    if request.temperature == 0 and (request.top_k or request.top_p is not None):
+        return ["--top-k / --top-p only shape sampling; with --temperature 0 (greedy) they have "
+                "no effect"]
+    return []

@@ -58,4 +58,5 @@ def render_generate(result: GenerateResult) -> RenderableType:
     parts: list[RenderableType] = [table]
     if result.text is not None:
         parts.insert(0, Text(result.text))
+    parts += [Text(f"note: {note}", style="dim") for note in result.notes]
     return Group(*parts)
