@@ -97,6 +97,11 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
     """
     flat = x.reshape(-1, x.shape[-1])  # (..., k) -> (N, k)
     n_rows, n_cols = flat.shape[0], w.shape[1]
+    if n_rows < 2 * MIN_ROW_BLOCK:  # the decode-step case: nothing to split, keep it short
+        product = flat @ w  # (N, k) @ (k, m)
+        if b is not None:
+            product += b
+        return product.reshape(*x.shape[:-1], n_cols)  # (N, m) -> (..., m)
     out = np.empty((n_rows, n_cols), dtype=np.result_type(x, w))  # (N, m)
 
     def rows(r0: int, r1: int) -> None:
@@ -109,9 +114,7 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
         if b is not None:
             out[:, c0:c1] += b[c0:c1]
 
-    if n_rows < 2 * MIN_ROW_BLOCK:
-        rows(0, n_rows)
-    elif n_cols >= WORKERS * MIN_COL_BLOCK:
+    if n_cols >= WORKERS * MIN_COL_BLOCK:
         parallel_for(n_cols, split(n_cols, MIN_COL_BLOCK, blocks_per_worker=1), columns)
     else:
         parallel_for(n_rows, split(n_rows, MIN_ROW_BLOCK, blocks_per_worker=1), rows)
