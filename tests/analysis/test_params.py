@@ -92,6 +92,21 @@ def test_memory_by_dtype() -> None:
     }
 
 
+def test_int4_memory_rounds_up_to_whole_bytes() -> None:
+    spec = Spec(name="odd", family="decoder", vocab_size=7, max_seq_len=8, d_model=3,
+                n_heads=1, d_ff=5, n_layers=1)
+    report = build_params_report(spec)
+    assert report.total % 2 == 1
+    assert report.memory_bytes["int4"] == (report.total + 1) // 2
+
+
+def test_a_context_beyond_max_seq_len_is_noted() -> None:
+    spec = load_spec("gpt2")
+    assert not any("beyond" in n for n in build_params_report(spec).notes)
+    notes = build_params_report(spec, context=4096).notes
+    assert any("4,096 tokens, beyond gpt2's max_seq_len 1,024" in n for n in notes)
+
+
 def test_counting_is_analytic_for_a_trillion_parameters() -> None:
     spec = Spec(name="huge", family="decoder", vocab_size=256_000, max_seq_len=8192,
                 d_model=32_768, n_heads=256, n_layers=120, d_ff=131_072, activation="swiglu",

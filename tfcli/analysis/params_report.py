@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -152,11 +154,15 @@ def _block_subtotals(rows: list[ComponentRow]) -> dict[str, tuple[int, int]]:
 
 
 def _memory(total: int) -> dict[str, int]:
-    return {dt: int(total * DTYPE_BYTES[dt]) for dt in WEIGHT_DTYPES}
+    # ceil: an odd count of int4 weights still needs its last half-filled byte
+    return {dt: math.ceil(total * DTYPE_BYTES[dt]) for dt in WEIGHT_DTYPES}
 
 
-def _notes(spec: Spec) -> list[str]:
+def _notes(spec: Spec, context: int) -> list[str]:
     notes = []
+    if context > spec.max_seq_len:
+        notes.append(f"KV cache sized for {context:,} tokens, beyond {spec.name}'s max_seq_len "
+                     f"{spec.max_seq_len:,}")
     if spec.lm_head and spec.tie_embeddings:
         notes.append("output head tied to the token embedding: counted once")
     if spec.n_experts:
@@ -186,5 +192,5 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
         attention=sum(c.count for c in comps if c.group == ATTENTION),
         ffn=sum(c.count for c in comps if c.group == FFN),
         estimate_12ld2=12 * spec.total_layers * spec.d_model**2,
-        memory_bytes=_memory(total), kv_cache=kv, notes=_notes(spec),
+        memory_bytes=_memory(total), kv_cache=kv, notes=_notes(spec, context),
     )
