@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tfcli.analysis.generation import GenerateRequest, generate_text
 from tfcli.analysis.model_source import load_model
 
@@ -36,7 +38,12 @@ def test_check_cache_passes_for_every_family(invoke) -> None:
 
 def test_compare_reports_speedup(invoke) -> None:
     data = gen_json(invoke, "lesson-tiny", "--tokens", "1,2", "--max-new-tokens", "8", "--compare")
-    assert data["speedup"] is not None and data["uncached"] is not None
+    cached, uncached = data["cached"], data["uncached"]
+
+    def total(run: dict) -> float:
+        return run["prefill_seconds"] + run["decode_seconds"]
+
+    assert data["speedup"] == pytest.approx(total(uncached) / total(cached), rel=1e-9)
 
 
 def test_seeded_sampling_is_reproducible(invoke) -> None:

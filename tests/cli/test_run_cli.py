@@ -8,8 +8,11 @@ import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from tfcli.analysis.run import cross_entropy
+from tfcli.analysis.model_source import load_model
+from tfcli.analysis.run import _mlm_masked, cross_entropy
+from tfcli.engine.model import forward
 
 
 def run_json(invoke, *args: str) -> dict:
@@ -41,6 +44,26 @@ def test_random_weights_loss_is_near_uniform(invoke) -> None:
     assert abs(data["loss"] - math.log(50257)) < 0.5
 
 
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = logits.astype(np.float64) - logits.max(axis=-1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+
+def test_next_token_loss_is_teacher_forced_cross_entropy(invoke, tmp_path: Path) -> None:
+    """Position t's logits score token t + 1, averaged over positions 0..T-2, checked against the
+    saved logits."""
+    out = tmp_path / "o.npz"
+    spec = "lesson-tiny"
+    data = run_json(invoke, spec, "--batch", "2", "--seq-len", "9", "--save-npz", str(out))
+    saved = np.load(out)
+    log_probs = _log_softmax(saved["logits"])  # (B, T, V)
+    tokens = saved["tokens"]  # (B, T)
+    picked = np.take_along_axis(log_probs[:, :-1], tokens[:, 1:, None], axis=-1)
+    assert data["loss"] == pytest.approx(-picked.mean(), rel=1e-6)
+    other_way = np.take_along_axis(log_probs[:, 1:], tokens[:, :-1, None], axis=-1)
+    assert abs(-other_way.mean() + picked.mean()) > 1e-3  # the logits tell the pairings apart
+
+
 def test_encoder_decoder_with_target(invoke) -> None:
     data = run_json(invoke, "t5-small", "--layers", "1", "--text", "abc", "--target", "xy")
     assert data["tokens"] == [[97, 98, 99]] and data["decoder_tokens"] == [[120, 121]]
@@ -55,8 +78,18 @@ def test_bert_pooler_no_head_no_loss(invoke) -> None:
 def test_encoder_with_head_reports_mlm_loss(invoke, write_spec) -> None:
     spec = write_spec("name: enc\nfamily: encoder\nvocab_size: 300\nmax_seq_len: 32\n"
                       "d_model: 16\nn_heads: 2\nn_layers: 1\nd_ff: 32\nnorm_placement: post\n")
-    data = run_json(invoke, str(spec), "--seq-len", "20")
+    data = run_json(invoke, str(spec), "--seq-len", "20", "--seed", "4")
     assert data["loss_kind"].startswith("masked-LM")
+    # The loss scores the ORIGINAL tokens at the masked positions of a forward pass over the
+    # masked input (the last vocabulary id stands in for [MASK]).
+    model = load_model(str(spec), seed=4)
+    tokens = np.array(data["tokens"])  # (1, 20)
+    masked, chosen = _mlm_masked(model.spec, tokens, seed=4)
+    assert chosen.any() and (masked[chosen] == 299).all()
+    assert (masked[~chosen] == tokens[~chosen]).all()
+    log_probs = _log_softmax(forward(model.spec, model.weights, masked).logits)
+    picked = np.take_along_axis(log_probs, tokens[..., None], axis=-1)[..., 0]
+    assert data["loss"] == pytest.approx(-picked[chosen].mean(), rel=1e-6)
 
 
 def test_save_npz(invoke, tmp_path: Path) -> None:

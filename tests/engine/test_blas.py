@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tfcli.engine.blas import blas_threads, get_blas_threads
 
@@ -28,3 +29,24 @@ def test_idle_cores_is_within_bounds() -> None:
 
     assert idle_cores(1) == 1
     assert 1 <= idle_cores(4, window=0.01) <= 4
+
+
+@pytest.mark.parametrize("idle, own, expected", [
+    (100, 0, 2),  # both cores idle
+    (50, 0, 1),  # another process keeps one core busy
+    (0, 0, 1),  # all busy: still one thread, never zero
+    (10, 90, 2),  # the busy core is this process's own (a pool spinning down): available
+    (60, 0, 1),  # 1.2 cores idle rounds to 1: a half-idle core would stall BLAS threads
+    (90, 0, 2),
+])
+def test_idle_cores_counts_cores_other_processes_leave_free(monkeypatch, idle: int, own: int,
+                                                             expected: int) -> None:
+    """Two /proc samples 100 jiffies apart on a 2-core machine: idle and own jiffies in the
+    window decide how many BLAS threads a decode step gets."""
+    from tfcli.engine import blas
+
+    samples = iter([(0, 0, 0), (idle, 100, own)])  # (idle, total, own) jiffies
+    monkeypatch.setattr(blas, "_cpu_times", lambda: next(samples))
+    monkeypatch.setattr(blas.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(blas.os, "cpu_count", lambda: 2)
+    assert blas.idle_cores(2) == expected

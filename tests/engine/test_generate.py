@@ -115,14 +115,36 @@ def test_sampled_cached_equals_sampled_uncached():
 
 
 def test_stop_token_ends_each_sequence():
+    """Each row is held at the stop token once it produces it (the others go on unchanged),
+    and generation ends early once every row has."""
     spec, w = _model("gpt")
-    tokens, _ = _steps(spec, w, PROMPTS, n=12)
-    stop = int(tokens[0, 2])  # the third token greedy picks for the first prompt
+    free, _ = _steps(spec, w, PROMPTS, n=12)  # (B, 12) without a stop token
+    stop = int(free[0, 2])  # the third token greedy picks for the first prompt
     steps = list(generate(spec, w, PROMPTS, max_new_tokens=12, stop_token=stop))
-    out = np.stack([s.tokens for s in steps], 1)
-    first_stop = int(np.argmax(out[0] == stop))
-    assert first_stop <= 2 and (out[0, first_stop:] == stop).all()
-    assert steps[-1].finished.all() or len(steps) == 12
+    out = np.stack([s.tokens for s in steps], 1)  # (B, n)
+    for row, expected in zip(out, free):
+        hits = np.flatnonzero(expected[: out.shape[1]] == stop)
+        if hits.size == 0:  # never stops: exactly the free-running tokens
+            np.testing.assert_array_equal(row, expected[: out.shape[1]])
+            continue
+        first = hits[0]
+        np.testing.assert_array_equal(row[: first + 1], expected[: first + 1])
+        assert (row[first:] == stop).all()
+    every_row_stops_at = [np.flatnonzero(r == stop) for r in free]
+    if all(hits.size for hits in every_row_stops_at):
+        assert out.shape[1] == max(hits[0] for hits in every_row_stops_at) + 1
+    else:
+        assert out.shape[1] == 12
+    assert [bool(f) for f in steps[-1].finished] == [bool((r == stop).any()) for r in out]
+
+
+def test_generation_ends_once_every_sequence_has_stopped():
+    spec, w = _model("gpt")
+    free, _ = _steps(spec, w, [PROMPTS[0]], n=12)  # one prompt: its own token stops it
+    stop = int(free[0, 3])
+    first = int(np.flatnonzero(free[0] == stop)[0])
+    steps = list(generate(spec, w, [PROMPTS[0]], max_new_tokens=12, stop_token=stop))
+    assert len(steps) == first + 1 and steps[-1].finished.all()
 
 
 def test_max_new_tokens_zero_yields_nothing():
