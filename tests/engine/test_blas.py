@@ -24,11 +24,14 @@ def test_blas_threads_none_leaves_blas_alone():
 
 
 
-def test_idle_cores_is_within_bounds() -> None:
-    from tfcli.engine.blas import idle_cores
+def test_idle_cores_falls_back_to_one_thread(monkeypatch) -> None:
+    """One core, or no /proc to sample (not Linux): one BLAS thread, without sampling."""
+    from tfcli.engine import blas
 
-    assert idle_cores(1) == 1
-    assert 1 <= idle_cores(4, window=0.01) <= 4
+    assert blas.idle_cores(1) == 1
+    monkeypatch.setattr(blas, "_cpu_times", lambda: None)
+    monkeypatch.setattr(blas.time, "sleep", lambda seconds: pytest.fail("sampled anyway"))
+    assert blas.idle_cores(4) == 1
 
 
 @pytest.mark.parametrize("idle, own, expected", [
