@@ -16,7 +16,7 @@ import typer
 
 from tfcli import __version__
 from tfcli.errors import EXIT_BAD_INPUT, TfcliError
-from tfcli.render.output import OutputFormat, emit
+from tfcli.render.output import OutputFormat, emit, with_progress
 
 app = typer.Typer(
     name="tfcli",
@@ -376,8 +376,6 @@ def depth_sweep_cmd(
     if plot:
         check_png_possible(plot)
     show_progress = not quiet and fmt is OutputFormat.table
-    from tfcli.render.output import with_progress
-
     result = with_progress(lambda progress: run_depth_sweep(model_spec, options, progress),
                             show_progress, "stacking layers")
     if plot:

@@ -67,8 +67,8 @@ def _prompt_rows(prompts: Sequence[Sequence[int]] | Array) -> list[Array]:
     return rows
 
 
-def check_request(spec: Spec, rows: list[Array], max_new_tokens: int,
-                  config: SamplingConfig) -> None:
+def check_request(spec: Spec, rows: list[Array], max_new_tokens: int, config: SamplingConfig,
+                  stop_token: int | None = None, decoder_start: int = 0) -> None:
     """Every reason generation cannot run, raised as BadInputError before any compute."""
     if spec.family == "encoder":
         raise BadInputError(f"{spec.name} is encoder-only: generation needs a decoder")
@@ -85,6 +85,9 @@ def check_request(spec: Spec, rows: list[Array], max_new_tokens: int,
             bad = int(r[(r < 0) | (r >= spec.vocab_size)][0])
             raise BadInputError(f"token id {bad} is outside the vocabulary [0, {spec.vocab_size})")
     config.validate()
+    for name, token in (("stop_token", stop_token), ("decoder_start", decoder_start)):
+        if token is not None and not 0 <= token < spec.vocab_size:  # would never match / index
+            raise BadInputError(f"{name} {token} is outside the vocabulary [0, {spec.vocab_size})")
     decoder_len = (1 if spec.family == "encoder-decoder" else max(r.size for r in rows))
     if spec.family == "encoder-decoder" and max(r.size for r in rows) > spec.max_seq_len:
         raise BadInputError(f"source of {max(r.size for r in rows)} tokens exceeds "
@@ -212,10 +215,7 @@ def generate(
     """
     rows = _prompt_rows(prompts)
     config = SamplingConfig(temperature, top_k, top_p, seed)
-    check_request(spec, rows, max_new_tokens, config)
-    for name, token in (("stop_token", stop_token), ("decoder_start", decoder_start)):
-        if token is not None and not 0 <= token < spec.vocab_size:  # would never match / index
-            raise BadInputError(f"{name} {token} is outside the vocabulary [0, {spec.vocab_size})")
+    check_request(spec, rows, max_new_tokens, config, stop_token, decoder_start)
     return _generate(spec, weights, rows, max_new_tokens, config, stop_token, use_cache,
                      decoder_start)
 
