@@ -219,11 +219,20 @@ def test_rope_scaling_is_refused(scaling: dict) -> None:
         spec_from_config(LLAMA_CONFIG | scaling, "x")
 
 
-def test_sliding_window_caps_max_seq_len() -> None:
-    spec = spec_from_config(LLAMA_CONFIG | {"model_type": "mistral", "sliding_window": 64}, "x")
-    assert spec.max_seq_len == 64 and "sliding_window 64" in spec.description
-    wide = spec_from_config(LLAMA_CONFIG | {"model_type": "mistral", "sliding_window": 4096}, "x")
-    assert wide.max_seq_len == 256
+@pytest.mark.parametrize("model_type", ["mistral", "mixtral"])
+def test_sliding_window_is_imported(model_type: str) -> None:
+    extra = {"num_local_experts": 4, "num_experts_per_tok": 2} if model_type == "mixtral" else {}
+    config = LLAMA_CONFIG | extra | {"model_type": model_type}
+    spec = spec_from_config(config | {"sliding_window": 64}, "x")
+    assert (spec.sliding_window, spec.max_seq_len) == (64, 256)
+    # a window as long as the context hides nothing: left out, as is an explicit null
+    assert spec_from_config(config | {"sliding_window": 256}, "x").sliding_window is None
+    assert spec_from_config(config | {"sliding_window": None}, "x").sliding_window is None
+
+
+def test_llama_ignores_sliding_window() -> None:
+    # transformers' Llama has no sliding window; a stray key in its config.json does nothing
+    assert spec_from_config(LLAMA_CONFIG | {"sliding_window": 64}, "x").sliding_window is None
 
 
 @pytest.mark.parametrize(("config", "field"), [
@@ -317,7 +326,7 @@ MALFORMED_CONFIGS = [  # (config.json, field named, what the message says is wro
      "expected a finite number, got inf"),
     (LLAMA_CONFIG | {"model_type": "mixtral", "num_experts_per_tok": 0}, "num_experts_per_tok",
      "must be positive, got 0"),
-    (LLAMA_CONFIG | {"sliding_window": "4k"}, "sliding_window", "expected an integer, got '4k'"),
+    (LLAMA_CONFIG | {"model_type": "mistral", "sliding_window": "4k"}, "sliding_window", "expected an integer, got '4k'"),
 ]
 
 

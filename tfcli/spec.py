@@ -64,6 +64,10 @@ class Spec(BaseModel):
     attention_scale: float | None = Field(
         None, gt=0, description="Multiplier on q.k scores; default 1/sqrt(d_head) (T5: 1.0)."
     )
+    sliding_window: int | None = Field(
+        None, gt=0, description="Sliding-window attention (Mistral): each query sees itself and "
+        "the sliding_window - 1 tokens before it; default: every earlier token (decoder only).",
+    )
 
     # embeddings and heads
     tie_embeddings: bool = Field(True, description="Output head shares the token embedding.")
@@ -197,6 +201,8 @@ def _check_family_fields(spec: Spec) -> None:
                 raise SpecConsistencyError(field, "only applies to family 'encoder-decoder'")
     if spec.pooler and spec.family != "encoder":
         raise SpecConsistencyError("pooler", "only applies to family 'encoder'")
+    if spec.sliding_window is not None and spec.family != "decoder":
+        raise SpecConsistencyError("sliding_window", "only applies to family 'decoder'")
     if spec.tied_head_rescale and not spec.tie_embeddings:
         raise SpecConsistencyError("tied_head_rescale", "needs tie_embeddings: true")
 

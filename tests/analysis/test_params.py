@@ -80,6 +80,17 @@ def test_kv_cache_bytes_llama2() -> None:
     assert report.kv_cache.total_bytes == 3 * 1000 * 2 * 32 * 4096
 
 
+def test_sliding_window_kv_cache_holds_only_the_window() -> None:
+    spec = load_spec("mistral-7b")  # 8 KV heads x 128 x 32 layers x 2 (K, V) x 4 bytes
+    per_token = 2 * 8 * 128 * 32 * 4
+    kv = build_params_report(spec, context=32768, batch=2).kv_cache
+    assert (kv.total_bytes, kv.window, kv.window_bytes) == \
+        (2 * 32768 * per_token, 4096, 2 * 4096 * per_token)
+    short = build_params_report(spec, context=4096).kv_cache  # the window hides nothing yet
+    assert (short.total_bytes, short.window, short.window_bytes) == (4096 * per_token, None, None)
+    assert build_params_report(load_spec("llama-2-7b")).kv_cache.window_bytes is None
+
+
 def test_encoder_has_no_kv_cache() -> None:
     assert build_params_report(load_spec("bert-base")).kv_cache.total_bytes == 0
 

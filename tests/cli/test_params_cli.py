@@ -37,6 +37,15 @@ def test_params_kv_cache_options(invoke) -> None:
     assert data["kv_cache_bytes"] == 2 * 2048 * 2 * 32 * 4096 * 2
 
 
+def test_params_shows_the_rolling_window_cache(invoke) -> None:
+    table = invoke("params", "mistral-7b", "--context", "32768")
+    assert table.exit_code == 0
+    assert "KV cache, rolling window" in table.stdout and "1.00 GiB" in table.stdout
+    data = json.loads(invoke("params", "mistral-7b", "-f", "json").stdout)
+    assert data["kv_cache"]["window_bytes"] * 8 == data["kv_cache_bytes"]  # 4,096 of 32,768
+    assert "rolling window" not in invoke("params", "llama-2-7b").stdout
+
+
 def test_params_bad_kv_dtype(invoke) -> None:
     result = invoke("params", "gpt2", "--kv-dtype", "fp7")
     assert result.exit_code == 2

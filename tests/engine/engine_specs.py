@@ -16,6 +16,8 @@ VARIANTS: dict[str, dict[str, object]] = {
     "llama_gqa": {"n_kv_heads": 2, "positions": "rope", "activation": "swiglu", "norm": "rmsnorm",
                   "bias": False, "tie_embeddings": False},
     "mqa_sinusoidal": {"n_kv_heads": 1, "positions": "sinusoidal", "activation": "relu"},
+    "mistral_window": {"n_kv_heads": 2, "positions": "rope", "activation": "swiglu",
+                       "norm": "rmsnorm", "bias": False, "sliding_window": 3},
     "moe": {"n_experts": 4, "experts_per_token": 2, "activation": "swiglu", "positions": "rope",
             "norm": "rmsnorm", "bias": False},
     "geglu_post": {"activation": "geglu", "norm_placement": "post", "positions": "learned"},

@@ -116,23 +116,38 @@ def test_t5_relative_buckets_match_transformers():
     assert uni.tolist() == UNIDIRECTIONAL
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.integers(1, 9), st.integers(0, 5), st.sampled_from([1, 2, 4]), st.booleans(), st.data())
 def test_blocked_attend_equals_one_dense_softmax(n_queries, offset, n_kv, causal, data):
-    """Many tiny query blocks (causal trimming, masks, bias per block) == one dense square."""
+    """Many tiny query blocks (causal trimming, sliding-window trimming, masks, bias per block)
+    == one dense square masked by hand."""
     rng = np.random.default_rng(n_queries * 100 + offset)
     n_keys, n_heads, dh = offset + n_queries, 4, 3
     q = rng.normal(size=(2, n_heads, n_queries, dh))
     k, v = rng.normal(size=(2, n_kv, n_keys, dh)), rng.normal(size=(2, n_kv, n_keys, dh))
     key_mask = data.draw(arrays(bool, (2, n_keys)))
+    window = data.draw(st.one_of(st.none(), st.integers(1, 8))) if causal else None
     bias = rng.normal(size=(1, n_heads, n_queries, n_keys))
     scores = np.einsum("bhtd,bhsd->bhts", q, np.repeat(k, n_heads // n_kv, axis=1)) * 0.5 + bias
-    allowed = key_mask[:, None, None, :] & (
-        (not causal) | (np.arange(n_keys)[None, :] <= offset + np.arange(n_queries)[:, None]))
+    query_at, key_at = offset + np.arange(n_queries)[:, None], np.arange(n_keys)[None, :]
+    allowed = key_mask[:, None, None, :] & ((not causal) | (key_at <= query_at))
+    if window is not None:
+        allowed &= key_at > query_at - window  # transformers' sliding_window_overlay
     scores = np.where(allowed, scores, -np.inf)
     expected = np.einsum("bhts,bhsd->bthd", softmax(scores), np.repeat(v, n_heads // n_kv, axis=1))
     with patch.object(attention_module, "QUERY_BLOCK_BYTES", 8), \
             patch.object(attention_module, "MIN_QUERY_BLOCK", data.draw(st.integers(1, 3))):
-        got = attend(q, k, v, 0.5, causal_offset=offset if causal else None, key_mask=key_mask,
-                     position_bias=bias)
+        got = attend(q, k, v, 0.5, causal_offset=offset if causal else None, window=window,
+                     key_mask=key_mask, position_bias=bias)
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def test_sliding_window_skips_keys_outside_it():
+    """A query never multiplies keys outside its window: NaN keys there leave the output finite
+    and equal to attending over the window alone."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=(1, 2, 1, 4)) for _ in range(3))
+    k = np.concatenate([np.full((1, 2, 6, 4), np.nan), rng.normal(size=(1, 2, 3, 4))], axis=2)
+    v = np.concatenate([np.full((1, 2, 6, 4), np.nan), rng.normal(size=(1, 2, 3, 4))], axis=2)
+    got = attend(q, k, v, 0.5, causal_offset=8, window=3)  # query at 8 sees keys 6, 7, 8
+    np.testing.assert_array_equal(got, attend(q, k[:, :, 6:], v[:, :, 6:], 0.5))

@@ -20,7 +20,8 @@ from tfcli.errors import BadInputError
 PROMPTS = [[5, 17, 3, 40, 22, 9, 1], [33, 8], [2, 60, 14, 7]]
 N_NEW = 10
 # Large initial weights make logits decisive, so argmax is not decided by rounding noise.
-FAMILIES = ["gpt", "llama_gqa", "moe", "t5", "relative_decoder", "mqa_sinusoidal", "vaswani"]
+FAMILIES = ["gpt", "llama_gqa", "mistral_window", "moe", "t5", "relative_decoder",
+            "mqa_sinusoidal", "vaswani"]
 
 
 def _model(variant, dtype=np.float32, **changes):
@@ -86,7 +87,7 @@ def test_cached_equals_uncached_in_float64():
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
 
 
-@pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "t5", "mqa_sinusoidal"])
+@pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "mistral_window", "t5", "mqa_sinusoidal"])
 def test_left_padded_batch_equals_each_prompt_alone(variant):
     spec, w = _model(variant)
     batch, batch_logits = _steps(spec, w, PROMPTS)

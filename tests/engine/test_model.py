@@ -39,8 +39,8 @@ def test_every_variant_runs_and_keeps_its_dtype(variant, dtype):
     assert (out.encoder_hidden is not None) == (spec.family == "encoder-decoder")
 
 
-@pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "moe", "relative_decoder", "geglu_post",
-                                     "bert", "t5", "vaswani"])
+@pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "mistral_window", "moe",
+                                     "relative_decoder", "geglu_post", "bert", "t5", "vaswani"])
 def test_right_padding_gives_each_sequence_its_own_result(variant):
     spec = make_spec(variant)
     w = init_weights(spec, seed=1, dtype=np.float64)

@@ -1,5 +1,5 @@
 """Greedy generation parity with transformers' `generate`, on small random checkpoints loaded
-through tfcli's own loader: the same new tokens, for GPT-2, LLaMA with GQA, Mixtral and T5.
+through tfcli's own loader: the same new tokens, for GPT-2, LLaMA with GQA, Mixtral, Mistral (sliding window) and T5.
 
 Weights are scaled up (std 0.2 instead of 0.02) so the logits are far from ties: with
 near-uniform logits, float32 rounding alone could flip an argmax and the test would measure
@@ -18,6 +18,8 @@ from transformers import (
     GPT2LMHeadModel,
     LlamaConfig,
     LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
     MixtralConfig,
     MixtralForCausalLM,
     PreTrainedModel,
@@ -48,13 +50,20 @@ def _mixtral() -> PreTrainedModel:
                                             num_experts_per_tok=2, initializer_range=0.2))
 
 
+def _mistral_window() -> PreTrainedModel:
+    """A 4-token sliding window: the prompts and every decode step reach past it."""
+    return MistralForCausalLM(MistralConfig(**DECODER, num_key_value_heads=2, sliding_window=4,
+                                            initializer_range=0.2))
+
+
 def _t5() -> PreTrainedModel:
     return T5ForConditionalGeneration(T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128,
                                                num_layers=2, num_heads=4, initializer_factor=4.0,
                                                decoder_start_token_id=0, pad_token_id=0))
 
 
-BUILDERS = {"gpt2": _gpt2, "llama-gqa": _llama, "mixtral": _mixtral, "t5": _t5}
+BUILDERS = {"gpt2": _gpt2, "llama-gqa": _llama, "mixtral": _mixtral,
+            "mistral-window": _mistral_window, "t5": _t5}
 
 
 def _saved(name: str, root: Path) -> tuple[PreTrainedModel, Path]:

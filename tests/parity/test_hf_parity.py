@@ -31,6 +31,8 @@ from transformers import (
     GPT2LMHeadModel,
     LlamaConfig,
     LlamaForCausalLM,
+    MistralConfig,
+    MistralForCausalLM,
     MixtralConfig,
     MixtralForCausalLM,
     PreTrainedModel,
@@ -38,6 +40,7 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 from transformers.models.llama import modeling_llama as llama
+from transformers.models.mistral import modeling_mistral as mistral
 from transformers.models.mixtral import modeling_mixtral as mixtral
 from transformers.models.t5 import modeling_t5 as t5
 
@@ -82,6 +85,18 @@ def _mixtral() -> PreTrainedModel:
                                             num_local_experts=4, num_experts_per_tok=2))
 
 
+def _mistral_window() -> PreTrainedModel:
+    """Mistral's sliding window, 5 of the 12 tokens: later tokens lose their early context."""
+    return MistralForCausalLM(MistralConfig(**SMALL_DECODER, num_key_value_heads=2,
+                                            sliding_window=5))
+
+
+def _mixtral_window() -> PreTrainedModel:
+    return MixtralForCausalLM(MixtralConfig(**SMALL_DECODER, num_key_value_heads=2,
+                                            num_local_experts=4, num_experts_per_tok=2,
+                                            sliding_window=3))
+
+
 def _t5() -> PreTrainedModel:
     # max_distance 20 so the 12-token source reaches T5's logarithmic buckets.
     return T5ForConditionalGeneration(T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128,
@@ -107,7 +122,8 @@ def _flan_t5() -> PreTrainedModel:
 
 CASES: dict[str, Callable[[], PreTrainedModel]] = {
     "gpt2": _gpt2, "bert": _bert, "llama-gqa": _llama_gqa, "llama-bias-tied": _llama_variant,
-    "mixtral": _mixtral, "t5": _t5, "t5-v1_1": _t5_v1_1, "flan-t5": _flan_t5,
+    "mixtral": _mixtral, "mistral-window": _mistral_window, "mixtral-window": _mixtral_window,
+    "t5": _t5, "t5-v1_1": _t5_v1_1, "flan-t5": _flan_t5,
 }
 
 
@@ -136,9 +152,11 @@ def _router_f64(self: torch.nn.Module, x: torch.Tensor) -> tuple:
 
 @pytest.fixture
 def float64_reference(monkeypatch: pytest.MonkeyPatch) -> None:
-    for norm in (llama.LlamaRMSNorm, mixtral.MixtralRMSNorm, t5.T5LayerNorm):
+    for norm in (llama.LlamaRMSNorm, mistral.MistralRMSNorm, mixtral.MixtralRMSNorm,
+                 t5.T5LayerNorm):
         monkeypatch.setattr(norm, "forward", _rms_norm_f64)
-    for rope in (llama.LlamaRotaryEmbedding, mixtral.MixtralRotaryEmbedding):
+    for rope in (llama.LlamaRotaryEmbedding, mistral.MistralRotaryEmbedding,
+                 mixtral.MixtralRotaryEmbedding):
         monkeypatch.setattr(rope, "forward", _rope_f64)
     monkeypatch.setattr(mixtral.MixtralTopKRouter, "forward", _router_f64)
 
@@ -239,3 +257,27 @@ def test_loaded_checkpoints_are_laid_out_for_decoding(saved: Saved) -> None:
             experts = getattr(block.ffn, "experts", [block.ffn])
             assert all(e.w_down.flags.f_contiguous for e in experts)
             assert block.attn.wo.flags.f_contiguous
+
+
+
+@pytest.mark.parametrize("build", [_mistral_window, _mixtral_window])
+def test_sliding_window_is_what_makes_the_windowed_cases_match(build: Callable[[], PreTrainedModel],
+                                                               tmp_path: Path) -> None:
+    """Without its window the same checkpoint drifts from transformers at every position past
+    the window: the window cases above do not pass by accident (12 tokens, windows 5 and 3)."""
+    torch.manual_seed(0)
+    model = build().eval()
+    model.save_pretrained(tmp_path, safe_serialization=True)
+    spec = spec_from_config_dir(tmp_path)
+    window = spec.sliding_window
+    assert window in (3, 5)
+    weights = load_weights(tmp_path, spec)
+    inputs = _inputs(model)
+    want = _hf_outputs(model, inputs)["logits"]
+    windowed = forward(spec, weights, inputs["tokens"]).logits
+    windowless = forward(spec.replace(sliding_window=None), weights, inputs["tokens"]).logits
+    np.testing.assert_allclose(windowed, want, **F32)
+    # the first `window` positions see their whole past anyway; every later one must not
+    np.testing.assert_allclose(windowless[:, :window], want[:, :window], **F32)
+    drift = np.abs(windowless - want).max(axis=-1)[:, window:]  # (B, T - window)
+    assert drift.min() > 10 * F32["atol"], drift

@@ -39,7 +39,11 @@ class KVCacheFigures:
     batch: int
     dtype: str
     per_token_bytes: int
-    total_bytes: int
+    total_bytes: int  # every token of the context cached, as tfcli's engine does
+    # A sliding-window model shorter than the context needs only the last `window` tokens in a
+    # rolling buffer (transformers' sliding-window cache layers): its bytes, else None.
+    window: int | None = None
+    window_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -180,9 +184,13 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
     embedding = sum(c.count for c in comps if c.group in (EMBEDDING, HEAD))
     context = spec.max_seq_len if context is None else context
     source_len = context if spec.family == "encoder-decoder" else 0
+    window = spec.sliding_window
+    if window is not None and window >= context:  # the window hides no cached token
+        window = None
     kv = KVCacheFigures(
         context, batch, kv_dtype, int(kv_cache_bytes_per_token(spec, kv_dtype)),
-        kv_cache_bytes(spec, context, batch, kv_dtype, source_len=source_len),
+        kv_cache_bytes(spec, context, batch, kv_dtype, source_len=source_len), window,
+        None if window is None else kv_cache_bytes(spec, window, batch, kv_dtype),
     )
     return ParamsReport(
         spec_name=spec.name, family=spec.family, rows=rows,

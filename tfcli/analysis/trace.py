@@ -192,9 +192,11 @@ def convention_text(spec: Spec, dtype: str) -> str:
     per_token = "batch x (src_len + tgt_len)" if encoder_decoder else "batch x seq_len"
     k = spec.experts_per_token
     moe = f" MoE experts: only the {k} routed experts per token." if spec.n_experts else ""
+    window = (f" Nor are keys outside the {spec.sliding_window:,}-token sliding window "
+              "subtracted." if spec.sliding_window else "")
     return (
         "FLOPs: 2 per multiply-add (x @ W with W (m, n): 2mn per token); attention scores (QK^T) "
-        "and weighted sum (PV) counted for every query-key pair: causal masking is NOT halved. "
+        f"and weighted sum (PV) counted for every query-key pair: causal masking is NOT halved.{window} "
         f"Elementwise, per output element: residual/position/token-type/bias add {ADD_FLOPS}, "
         f"norm {NORM_FLOPS}, softmax {SOFTMAX_FLOPS}, activation {ACTIVATION_FLOPS} (+1 for a "
         "gated product). Not counted: embedding lookups, score scaling, masks, RoPE rotation, "

@@ -175,17 +175,12 @@ def _llama(c: ConfigFields) -> tuple[Config, list[str]]:
     if c.values["model_type"] == "mixtral":
         fields |= {"n_experts": c.integer("num_local_experts"),
                    "experts_per_token": c.integer("num_experts_per_tok")}
-    return fields, _cap_at_sliding_window(c.optional_integer("sliding_window"), fields)
-
-
-def _cap_at_sliding_window(window: int | None, fields: Config) -> list[str]:
-    """Sliding-window attention equals full causal attention for sequences no longer than the
-    window, so capping max_seq_len at the window keeps every input tfcli accepts exact."""
-    if window is None or window >= fields["max_seq_len"]:
-        return []
-    note = f"max_seq_len capped at sliding_window {window} (config allows {fields['max_seq_len']})"
-    fields["max_seq_len"] = window
-    return [note]
+    # transformers reads sliding_window only for these two; a window as long as the context
+    # never hides a token, so it is left out of the spec
+    window = c.optional_integer("sliding_window") if c.values["model_type"] != "llama" else None
+    if window is not None and window < fields["max_seq_len"]:
+        fields["sliding_window"] = window
+    return fields, []
 
 
 def _t5_activation(c: ConfigFields) -> tuple[str, list[str]]:

@@ -62,40 +62,57 @@ def _query_block(n_heads: int, n_keys: int, itemsize: int) -> int:
 
 
 def _mask_block(
-    scores: Array, q0: int, causal_offset: int | None, key_mask: Array | None,
-    position_bias: Array | None,
+    scores: Array, q0: int, k0: int, causal_offset: int | None, window: int | None,
+    key_mask: Array | None, position_bias: Array | None,
 ) -> None:
     """Add T5 bias and set masked scores to -inf, in place, for queries q0.. of one block.
 
-    scores (B, H, c, K) for queries q0..q0+c-1 against keys 0..K-1.
+    scores (B, H, c, K) for queries q0..q0+c-1 against keys k0..k0+K-1.
     """
     n_queries, n_keys = scores.shape[2], scores.shape[3]
+    k1 = k0 + n_keys
     if position_bias is not None:
         rows = slice(None) if position_bias.shape[2] == 1 else slice(q0, q0 + n_queries)
-        scores += position_bias[:, :, rows, :n_keys]  # (1|B, H, c, K)
+        scores += position_bias[:, :, rows, k0:k1]  # (1|B, H, c, K)
     if key_mask is not None:
-        hidden = ~key_mask[:, None, None, :n_keys]  # (B, 1, 1, K)
+        hidden = ~key_mask[:, None, None, k0:k1]  # (B, 1, 1, K)
         np.copyto(scores, -np.inf, where=hidden)
-    if causal_offset is not None:
-        first = causal_offset + q0  # key index of this block's first query
-        if first + n_queries > n_keys - 1 and n_keys > first + 1:
-            keys = np.arange(first + 1, n_keys)[None, :]  # (1, K - first - 1)
-            future = keys > np.arange(first, first + n_queries)[:, None]  # (c, K - first - 1)
-            np.copyto(scores[..., first + 1 :], -np.inf, where=future)
+    if causal_offset is None:
+        return
+    first = causal_offset + q0  # key index of this block's first query
+    queries = np.arange(first, first + n_queries)[:, None]  # (c, 1)
+    if first + n_queries > k1 - 1 and k1 > first + 1:
+        keys = np.arange(first + 1, k1)[None, :]  # (1, k1 - first - 1)
+        np.copyto(scores[..., first + 1 - k0 :], -np.inf, where=keys > queries)
+    if window is not None and first + n_queries - 1 - window >= k0:
+        # Keys at or before query - window fall outside it (only the block's later queries
+        # have any: k0 is the first query's first visible key).
+        stale = first + n_queries - window - k0  # keys k0 .. k0 + stale - 1 can be stale
+        keys = np.arange(k0, k0 + stale)[None, :]  # (1, stale)
+        np.copyto(scores[..., :stale], -np.inf, where=keys <= queries - window)
+
+
+def _first_key(q0: int, causal_offset: int | None, window: int | None) -> int:
+    """The first key any query of a block starting at q0 can see: 0 unless a sliding window
+    hides the earlier ones (then those keys are never multiplied at all)."""
+    if window is None or causal_offset is None:
+        return 0
+    return max(0, causal_offset + q0 - window + 1)
 
 
 def attend(
     q: Array, k: Array, v: Array, scale: float, *,
-    causal_offset: int | None = None, key_mask: Array | None = None,
+    causal_offset: int | None = None, window: int | None = None, key_mask: Array | None = None,
     position_bias: Array | None = None, observe: Observer | None = None, path: str = "",
 ) -> Array:
     """softmax(scale q k^T + bias) v with K/V shared by groups of query heads.
 
     q (B, H, T, dh); k, v (B, Hkv, S, dh); key_mask (B, S) True = real key; position_bias
-    broadcastable to (B, H, T, S); causal_offset: key index of query 0 (None = not causal).
+    broadcastable to (B, H, T, S); causal_offset: key index of query 0 (None = not causal);
+    window: with causal_offset, query i sees keys i - window + 1 .. i only (sliding window).
     Queries go in blocks, run in parallel, each small enough for its scores to stay in cache;
     a causal block never computes scores for keys after its last query (about half the work
-    of a full square).
+    of a full square), nor, with a window, for keys before its first query's window.
     Returns (B, T, H, dh), token-major so that merging heads is a free reshape.
     """
     batch, n_heads, length, d_head = q.shape
@@ -106,13 +123,14 @@ def attend(
 
     def query_block(q0: int, q1: int) -> None:
         n_used = n_keys if causal_offset is None else min(n_keys, causal_offset + q1)
+        k0 = _first_key(q0, causal_offset, window)
         q_block = q[:, :, q0:q1] * scale  # (B, H, c, dh)
         q_block = q_block.reshape(batch, n_kv, group * (q1 - q0), d_head)  # (B, Hkv, g*c, dh)
-        scores = np.matmul(q_block, keys_t[..., :n_used])  # (B, Hkv, g*c, K)
-        _mask_block(scores.reshape(batch, n_heads, q1 - q0, n_used), q0, causal_offset,
-                    key_mask, position_bias)  # the reshape is a view: masks land in `scores`
+        scores = np.matmul(q_block, keys_t[..., k0:n_used])  # (B, Hkv, g*c, K)
+        _mask_block(scores.reshape(batch, n_heads, q1 - q0, n_used - k0), q0, k0, causal_offset,
+                    window, key_mask, position_bias)  # the reshape is a view: masks land in `scores`
         softmax_(scores)
-        mixed = np.matmul(scores, v[:, :, :n_used])  # (B, Hkv, g*c, dh)
+        mixed = np.matmul(scores, v[:, :, k0:n_used])  # (B, Hkv, g*c, dh)
         out[:, q0:q1] = mixed.reshape(batch, n_heads, q1 - q0, d_head).transpose(0, 2, 1, 3)
 
     block = min(_query_block(n_heads, n_keys, q.itemsize), split(length, MIN_QUERY_BLOCK))
@@ -166,8 +184,10 @@ def attention(
         observe(path, "k_proj", k.shape)
         observe(path, "v_proj", v.shape)
     mask = None if key_mask is None else np.asarray(key_mask, dtype=bool)
-    out = attend(q, k, v, spec.scale, causal_offset=offset if causal else None, key_mask=mask,
-                 position_bias=position_bias, observe=observe, path=path)  # (B, T, H, dh)
+    window = spec.sliding_window if context is None else None
+    out = attend(q, k, v, spec.scale, causal_offset=offset if causal else None, window=window,
+                 key_mask=mask, position_bias=position_bias, observe=observe,
+                 path=path)  # (B, T, H, dh)
     out = out.reshape(*out.shape[:2], -1)  # (B, T, H, dh) -> (B, T, H*dh), free
     out = _project(out, w.wo, w.bo)  # (B, T, H*dh) -> (B, T, d)
     if observe is not None:

@@ -77,6 +77,11 @@ def _summary_table(report: ParamsReport) -> Table:
     cross = " (+ cross-attention K/V over as many source tokens)" if report.family == "encoder-decoder" else ""
     table.add_row(f"KV cache ({kv.dtype})", human_bytes(kv.total_bytes),
                   f"{human_bytes(kv.per_token_bytes)}/token × {kv.context:,} tokens × batch {kv.batch}{cross}")
+    if kv.window_bytes is not None:
+        table.add_row("KV cache, rolling window", human_bytes(kv.window_bytes),
+                      f"{human_bytes(kv.per_token_bytes)}/token × the last {kv.window:,} tokens × "
+                      f"batch {kv.batch}: the {kv.window:,}-token sliding window needs no more "
+                      "(tfcli's engine keeps every token)")
     return table
 
 
