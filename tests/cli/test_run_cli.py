@@ -111,6 +111,14 @@ def test_table_output(invoke) -> None:
         assert text in result.stdout
 
 
+def test_top_probabilities_keep_three_significant_digits(invoke) -> None:
+    """A random GPT-2's next-token probabilities are ~1/50257: the table must not print 0.000."""
+    table = invoke("run", "gpt2", "--layers", "1", "--tokens", "1,2,3").stdout
+    data = json.loads(invoke("run", "gpt2", "--layers", "1", "--tokens", "1,2,3", "-f", "json").stdout)
+    top = data["top_next"][0][0]
+    assert top["prob"] < 1e-3 and f"p={top['prob']:.3g}" in table  # cells may wrap
+
+
 def test_errors(invoke, tmp_path: Path) -> None:
     cases = [
         (["lesson-tiny", "--tokens", "1,999"], "outside the vocabulary"),

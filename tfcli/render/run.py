@@ -35,7 +35,8 @@ def _top_table(result: RunResult) -> Table:
     for rank in range(1, 6):
         table.add_column(f"#{rank}")
     for b, tops in enumerate(result.top_next or []):
-        table.add_row(str(b), *[f"{t.text!r} ({t.token}) {t.prob:.3f}" for t in tops])
+        # 3 significant digits: a random model's probabilities are ~1/vocab, 0.000 at 3 decimals
+        table.add_row(str(b), *[f"{t.text!r} ({t.token}) p={t.prob:.3g}" for t in tops])
     return table
 
 
