@@ -16,7 +16,7 @@ import typer
 
 from tfcli import __version__
 from tfcli.errors import EXIT_BAD_INPUT, TfcliError
-from tfcli.render.output import OutputFormat, emit, with_progress
+from tfcli.render.output import OutputFormat, emit, stderr_console, with_progress
 
 app = typer.Typer(
     name="tfcli",
@@ -267,7 +267,6 @@ def _generate_live(model: Any, request: Any, tokenizer: Any, mode: str) -> Any:
 
     from tfcli.analysis.generation import generate_text
     from tfcli.render.generate import render_stream
-    from tfcli.render.output import stderr_console
 
     prompt = tokenizer.decode(request.prompt_tokens) if tokenizer else str(request.prompt_tokens)
 
@@ -321,6 +320,8 @@ def _trace_execute(spec: Any, report: Any, seed: int, fmt: OutputFormat) -> None
     check = execute_check(spec, report, seed=seed)
     both = TracedExecution(report, check)
     emit(both, fmt, lambda: Group(render_trace(report), render_execute_check(check)))
+    if fmt is OutputFormat.csv:  # CSV rows have no place for it: the verdict goes to stderr
+        stderr_console().print(render_execute_check(check))
     if not check.ok:
         raise CheckFailedError(f"{len(check.mismatches)} analytic shapes differ from the forward pass")
 

@@ -184,3 +184,11 @@ def test_cross_entropy_matches_a_direct_formula() -> None:
     probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     expected = -np.log(np.take_along_axis(probs, targets[..., None], -1)).mean()
     assert math.isclose(cross_entropy(logits, targets), expected, rel_tol=1e-12)
+
+
+def test_memory_guard_refuses_llama_2_70b_before_allocating(invoke, monkeypatch) -> None:
+    monkeypatch.setattr("tfcli.engine.model.available_memory_bytes", lambda: int(24.8e9))
+    result = invoke("run", "llama-2-70b", "--tokens", "1,2")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert ("llama-2-70b needs 275.9 GB in float32; this machine has 24.8 GB available "
+            "(use --layers K to truncate)") in result.stderr

@@ -44,6 +44,9 @@ MODELS: dict[str, tuple[type[PreTrainedModel], Callable[[], PretrainedConfig]]] 
     "t5-small": (T5ForConditionalGeneration, T5Config),
     "llama-2-7b": (LlamaForCausalLM, lambda: LlamaConfig(max_position_embeddings=4096,
                                                          rms_norm_eps=1e-5)),
+    "llama-2-70b": (LlamaForCausalLM, lambda: LlamaConfig(
+        hidden_size=8192, intermediate_size=28672, num_attention_heads=64, num_key_value_heads=8,
+        num_hidden_layers=80, max_position_embeddings=4096, rms_norm_eps=1e-5)),
     "llama-3-8b": (LlamaForCausalLM, lambda: LlamaConfig(
         vocab_size=128256, intermediate_size=14336, num_key_value_heads=8,
         max_position_embeddings=8192, rms_norm_eps=1e-5, rope_theta=500000.0)),
