@@ -198,17 +198,24 @@ def test_stack_matches_the_engine_block() -> None:
                                    np.linalg.norm(x, axis=-1).mean(), rtol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "bert-base", "t5-small", "llama-2-7b"])
-def test_packed_attention_equals_per_sequence_attention(name: str) -> None:
+@pytest.mark.parametrize(("name", "window"), [
+    ("gpt2", None), ("bert-base", None), ("t5-small", None), ("llama-2-7b", None),
+    ("mistral-7b", 3),
+])
+def test_packed_attention_equals_per_sequence_attention(name: str, window: int | None) -> None:
     """Many short sequences packed side by side with a block-diagonal mask give exactly what the
-    engine gives each sequence on its own: causal or not, RoPE positions, GQA, T5 bias."""
+    engine gives each sequence on its own: causal or not, RoPE positions, GQA, T5 bias, a
+    sliding window (3 of 7 positions)."""
     spec = load_spec(name).replace(d_model=32, n_heads=4, d_ff=64, n_kv_heads=2, d_head=8)
+    if window is not None:
+        spec = spec.replace(sliding_window=window)
     causal = spec.family == "decoder"
     weights = Initializer(spec, np.random.default_rng(1), np.float64).attention()
     x = np.random.default_rng(2).normal(size=(23, 7, 32))  # 23 sequences: the last pack is partial
     bias = t5_position_bias(spec, np.random.default_rng(3), 7, causal, np.dtype(np.float64))
     expected = attention(spec, weights, x, causal=causal, position_bias=bias)
-    packed = _Packing(causal, bias, np.dtype(np.float64)).attention(spec, weights, x)
+    packed = _Packing(causal, bias, np.dtype(np.float64), spec.sliding_window).attention(
+        spec, weights, x)
     np.testing.assert_allclose(packed, expected, rtol=0, atol=1e-13)
 
 

@@ -142,6 +142,36 @@ def test_blocked_attend_equals_one_dense_softmax(n_queries, offset, n_kv, causal
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
+def _dense_windowed(q, k, v, offset, window, key_mask):
+    """The reference: one dense square, transformers' window overlay on a causal mask."""
+    group = q.shape[1] // k.shape[1]
+    scores = np.einsum("bhtd,bhsd->bhts", q, np.repeat(k, group, axis=1)) * 0.5
+    query_at = offset + np.arange(q.shape[2])[:, None]
+    key_at = np.arange(k.shape[2])[None, :]
+    allowed = key_mask[:, None, None, :] & (key_at <= query_at) & (key_at > query_at - window)
+    return np.einsum("bhts,bhsd->bthd", softmax(np.where(allowed, scores, -np.inf)),
+                     np.repeat(v, group, axis=1))
+
+
+@pytest.mark.parametrize("window", [1, 2, 3, 5, 8, 40])
+@pytest.mark.parametrize("min_block", [1, 2, 3, 16])
+def test_sliding_window_across_query_blocks(window, min_block):
+    """A deterministic sweep (the property test above draws at random): every block boundary
+    against every window edge, with GQA, a prefix already cached and a padding mask."""
+    rng = np.random.default_rng(window * 100 + min_block)
+    for n_queries, offset in [(1, 0), (1, 9), (5, 0), (9, 3), (17, 0), (20, 6)]:
+        n_keys = offset + n_queries
+        q = rng.normal(size=(2, 4, n_queries, 3))
+        k, v = rng.normal(size=(2, 2, n_keys, 3)), rng.normal(size=(2, 2, n_keys, 3))
+        key_mask = np.ones((2, n_keys), bool)
+        key_mask[1, : n_keys // 3] = False  # left padding in the second sequence
+        with patch.object(attention_module, "QUERY_BLOCK_BYTES", 8), \
+                patch.object(attention_module, "MIN_QUERY_BLOCK", min_block):
+            got = attend(q, k, v, 0.5, causal_offset=offset, window=window, key_mask=key_mask)
+        np.testing.assert_allclose(got, _dense_windowed(q, k, v, offset, window, key_mask),
+                                   rtol=1e-12, atol=1e-12, err_msg=f"{n_queries=} {offset=}")
+
+
 def test_sliding_window_skips_keys_outside_it():
     """A query never multiplies keys outside its window: NaN keys there leave the output finite
     and equal to attending over the window alone."""

@@ -281,3 +281,22 @@ def test_sliding_window_is_what_makes_the_windowed_cases_match(build: Callable[[
     np.testing.assert_allclose(windowless[:, :window], want[:, :window], **F32)
     drift = np.abs(windowless - want).max(axis=-1)[:, window:]  # (B, T - window)
     assert drift.min() > 10 * F32["atol"], drift
+
+
+def test_sliding_window_over_many_query_blocks_with_padding(tmp_path: Path) -> None:
+    """48 tokens (the engine's attention then runs in several query blocks on its thread pool),
+    window 5, the second sequence right-padded by 11: real positions equal transformers'."""
+    torch.manual_seed(0)
+    model = MistralForCausalLM(MistralConfig(**SMALL_DECODER, num_key_value_heads=2,
+                                             sliding_window=5)).eval()
+    model.save_pretrained(tmp_path, safe_serialization=True)
+    tokens = np.random.default_rng(4).integers(1, VOCAB, size=(2, 48))
+    mask = np.ones_like(tokens)
+    mask[1, -11:] = 0
+    with torch.no_grad():
+        want = model(input_ids=torch.from_numpy(tokens),
+                     attention_mask=torch.from_numpy(mask)).logits.numpy()
+    spec = spec_from_config_dir(tmp_path)
+    got = forward(spec, load_weights(tmp_path, spec), tokens, attention_mask=mask).logits
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got[real], want[real], **F32)

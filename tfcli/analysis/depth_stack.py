@@ -74,7 +74,7 @@ def linear_builder(d_model: int, weight_scale: float, eps: float, dtype: np.dtyp
 def spec_builder(spec: Spec, sublayer: str, causal: bool, dtype: np.dtype,
                  position_bias: Array | None) -> LayerBuilder:
     """The spec's own attention and/or FFN sublayer with its norm, weights from `rng`."""
-    packing = _Packing(causal, position_bias, dtype)
+    packing = _Packing(causal, position_bias, dtype, spec.sliding_window)
 
     def build(rng: np.random.Generator) -> Layer:
         init = Float32Initializer(spec, rng, dtype)
@@ -104,8 +104,10 @@ class _Packing:
     another sequence (the sequence-packing trick), gives identical outputs from few large GEMMs.
     """
 
-    def __init__(self, causal: bool, position_bias: Array | None, dtype: np.dtype) -> None:
+    def __init__(self, causal: bool, position_bias: Array | None, dtype: np.dtype,
+                 window: int | None = None) -> None:
         self.causal, self.position_bias, self.dtype = causal, position_bias, dtype
+        self.window = window  # the spec's sliding window (causal only), None = unlimited
         self._masks: dict[tuple[int, int], Array] = {}
 
     def attention(self, spec: Spec, w: AttentionWeights, x: Array) -> Array:
@@ -122,12 +124,21 @@ class _Packing:
             out[start : start + p] = packed.reshape(p, length, width)  # (1, p*T, d) -> (p, T, d)
         return out
 
+    def _own(self, length: int) -> Array:
+        """(T, T) True where query i may see key j within one sequence: all, j <= i (causal), or
+        i - window < j <= i (causal with a sliding window)."""
+        if not self.causal:
+            return np.ones((length, length), bool)
+        visible = np.tril(np.ones((length, length), bool))
+        if self.window is not None:
+            visible &= ~np.tril(np.ones((length, length), bool), -self.window)
+        return visible
+
     def _mask(self, p: int, length: int) -> Array:
         """(1, 1|H, pT, pT): 0 (plus T5 bias) inside each sequence's own block, -inf elsewhere."""
         key = (p, length)
         if key not in self._masks:
-            own = np.tril(np.ones((length, length), bool)) if self.causal else np.ones((length, length), bool)
-            allowed = np.kron(np.eye(p, dtype=bool), own)  # (pT, pT) block diagonal
+            allowed = np.kron(np.eye(p, dtype=bool), self._own(length))  # (pT, pT) block diagonal
             mask = np.where(allowed, 0.0, -np.inf)[None, None]  # (1, 1, pT, pT)
             if self.position_bias is not None:
                 mask = mask + np.tile(self.position_bias, (1, 1, p, p))  # (1, H, pT, pT)
