@@ -80,14 +80,18 @@ def _mask_block(
     if causal_offset is None:
         return
     first = causal_offset + q0  # key index of this block's first query
+    # A decode step (one query, keys up to itself) needs neither mask: skip even the aranges.
+    future = first + n_queries > k1 - 1 and k1 > first + 1
+    stale = 0 if window is None else first + n_queries - window - k0  # keys k0.. maybe too old
+    if not future and stale <= 0:
+        return
     queries = np.arange(first, first + n_queries)[:, None]  # (c, 1)
-    if first + n_queries > k1 - 1 and k1 > first + 1:
+    if future:
         keys = np.arange(first + 1, k1)[None, :]  # (1, k1 - first - 1)
         np.copyto(scores[..., first + 1 - k0 :], -np.inf, where=keys > queries)
-    if window is not None and first + n_queries - 1 - window >= k0:
+    if stale > 0:
         # Keys at or before query - window fall outside it (only the block's later queries
         # have any: k0 is the first query's first visible key).
-        stale = first + n_queries - window - k0  # keys k0 .. k0 + stale - 1 can be stale
         keys = np.arange(k0, k0 + stale)[None, :]  # (1, stale)
         np.copyto(scores[..., :stale], -np.inf, where=keys <= queries - window)
 
