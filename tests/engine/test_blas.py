@@ -53,3 +53,28 @@ def test_idle_cores_counts_cores_other_processes_leave_free(monkeypatch, idle: i
     monkeypatch.setattr(blas.time, "sleep", lambda seconds: None)
     monkeypatch.setattr(blas.os, "cpu_count", lambda: 2)
     assert blas.idle_cores(2) == expected
+
+
+def test_core_watch_reads_the_time_since_its_last_reading(monkeypatch) -> None:
+    """Nothing until min_window has passed; then each reading covers only its own interval:
+    a neighbour that starts mid-generation is seen at the next reading, and one that stops too."""
+    from tfcli.engine import blas
+
+    clock = iter([0.0, 0.1, 0.3, 0.6, 0.9])  # time.monotonic() at creation and each reading
+    samples = iter([(0, 0, 0), (100, 100, 0), (125, 200, 25), (225, 300, 25)])
+    monkeypatch.setattr(blas.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(blas, "_cpu_times", lambda: next(samples))
+    monkeypatch.setattr(blas.os, "cpu_count", lambda: 2)
+    watch = blas.CoreWatch(2, min_window=0.25)
+    assert watch.reading() is None  # 0.1 s: too soon, /proc not even read
+    assert watch.reading() == 2  # 0 -> 0.3 s: all idle
+    assert watch.reading() == 1  # 0.3 -> 0.6 s: half the ticks went to another process
+    assert watch.reading() == 2  # 0.6 -> 0.9 s: idle again
+
+
+def test_core_watch_without_proc_never_reads(monkeypatch) -> None:
+    from tfcli.engine import blas
+
+    monkeypatch.setattr(blas, "_cpu_times", lambda: None)
+    watch = blas.CoreWatch(2, min_window=0.0)
+    assert watch.reading() is None

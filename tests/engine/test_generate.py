@@ -209,3 +209,29 @@ def test_top_p_never_samples_outside_the_nucleus(logits, p, seed):
 def test_greedy_is_argmax():
     logits = np.array([[0.1, 3.0, -1.0], [5.0, 4.9, 0.0]])
     assert sample(logits, SamplingConfig(), np.random.default_rng(0)).tolist() == [1, 0]
+
+
+def test_decode_threads_follow_the_core_watch(monkeypatch):
+    """The first decode step takes a 20 ms sample when prefill was too short to read; later
+    steps keep their thread count until the watch has a new reading, then follow it."""
+    from tfcli.engine import generate as generate_module
+
+    readings = iter([None, None, 1, None, 2, None])  # one per decode step
+    monkeypatch.setattr(generate_module, "WORKERS", 2)
+    monkeypatch.setattr(generate_module.CoreWatch, "reading", lambda self: next(readings))
+    monkeypatch.setattr(generate_module, "idle_cores", lambda cores: 2)
+    used = []
+    real_step = generate_module.decode_step
+
+    def recording_step(*args, threads, **kwargs):
+        used.append(threads)
+        return real_step(*args, threads=threads, **kwargs)
+
+    monkeypatch.setattr(generate_module, "decode_step", recording_step)
+    spec, w = _model("gpt")
+    list(generate(spec, w, PROMPTS[:1], max_new_tokens=7))
+    assert used == [2, 2, 1, 1, 2, 2]
+    used.clear()
+    list(generate(spec, w, PROMPTS[:1], max_new_tokens=7, use_cache=False))
+    assert used == []  # uncached runs are matrix-matrix work: the engine's own pool
+

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfcli.engine.blas import blas_threads, idle_cores
+from tfcli.engine.blas import CoreWatch, blas_threads, idle_cores
 from tfcli.engine.cache import KVCache
 from tfcli.engine.model import embed, forward_hidden, output_logits
 from tfcli.engine.parallel import WORKERS
@@ -220,6 +220,18 @@ def generate(
                      decoder_start)
 
 
+def _decode_threads(watch: CoreWatch | None, threads: int, first: bool) -> int:
+    """BLAS threads for the next decode step: the cores left free since the last reading (the
+    prefill and earlier steps); before the first step, a 20 ms sample if prefill was too short
+    to read."""
+    if watch is None:
+        return 1
+    reading = watch.reading()
+    if reading is not None:
+        return reading
+    return idle_cores(watch.cores) if first else threads
+
+
 def _generate(spec: Spec, weights: Weights, rows: list[Array], max_new_tokens: int,
               config: SamplingConfig, stop_token: int | None, use_cache: bool,
               decoder_start: int) -> Iterator[GenerationStep]:
@@ -236,7 +248,8 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], max_new_tokens: i
     cache = KVCache(spec, len(rows), max_len, dtype, source_len) if use_cache else None
     sequence = batch.tokens  # (B, L), grows by one column per step (only read when uncached)
     finished = np.zeros(len(rows), dtype=bool)
-    threads = idle_cores(WORKERS) if use_cache and max_new_tokens > 1 else 1
+    watch = CoreWatch(WORKERS) if use_cache and max_new_tokens > 1 and WORKERS > 1 else None
+    threads = 1
     for step in range(max_new_tokens):
         slot = batch.tokens.shape[1] + step - 1  # slot of the newest token
         if cache is None:
@@ -245,6 +258,7 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], max_new_tokens: i
             logits = prefill(spec, weights, batch.tokens, cache, batch=batch,
                              encoder_out=encoder_out, encoder_mask=encoder_mask)
         else:
+            threads = _decode_threads(watch, threads, first=step == 1)
             logits = decode_step(spec, weights, tokens, slot, cache, batch=batch,  # last step's
                                  encoder_out=encoder_out, encoder_mask=encoder_mask,
                                  threads=threads)
