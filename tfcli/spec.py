@@ -96,6 +96,7 @@ class Spec(BaseModel):
         _fill(self, "final_norm", self.norm_placement == "pre" and self.norm != "none")
         _fill(self, "attention_bias", self.bias)
         _fill(self, "ffn_bias", self.bias)
+        _check_scales(self)
         stack_layers = self.n_layers if self.family == "encoder-decoder" else None
         _fill(self, "n_encoder_layers", stack_layers)
         _fill(self, "n_decoder_layers", stack_layers)
@@ -212,6 +213,38 @@ FIELD_NAMES: tuple[str, ...] = tuple(Spec.model_fields)
 
 def spec_json_schema() -> dict[str, object]:
     """JSON Schema (draft 2020-12) of the spec format, for editors validating YAML as users type."""
+
+# Ranges outside which a forward pass is wrong, not merely unusual. Real initialisations lie
+# well inside (GPT-2 0.02, T5 1.0): at these ends a chain of six weight factors (two projections
+# and the q.k scores of one block: s^6 = 1e-36 .. 1e18) stays within float32's normal range
+# (1.2e-38 .. 3.4e38); past them activations underflow to 0 or overflow to inf within a layer
+# or two (init_std 1e20: s^2 = 1e40 in the first product).
+INIT_STD_RANGE = (1e-6, 1e3)
+# norm_eps is added to a variance in the engine's dtype, float32 at the narrowest: it must stay
+# a normal non-zero float32 there (1e-50 rounds to 0, and a constant row then divides 0 by 0;
+# 1e39 rounds to inf and every norm outputs 0). At 1 or more it outweighs the O(1) variance it
+# only guards against dividing by zero.
+FLOAT32_TINY = 1.1754943508222875e-38  # np.finfo(np.float32).tiny; no NumPy import here
+NORM_EPS_RANGE = (FLOAT32_TINY, 1.0)
+
+
+def _check_scales(spec: Spec) -> None:
+    low, high = INIT_STD_RANGE
+    if not low <= spec.init_std <= high:
+        raise SpecConsistencyError(
+            "init_std", f"must lie in [{low:g}, {high:g}] (got {spec.init_std:g}): beyond, "
+            "products of a few weights leave float32's range and the forward pass turns to 0 or "
+            "inf/NaN",
+        )
+    low, high = NORM_EPS_RANGE
+    if not low <= spec.norm_eps <= high:
+        raise SpecConsistencyError(
+            "norm_eps", f"must lie in [{low:.3g}, {high:g}] (got {spec.norm_eps:g}): it is added "
+            "to a variance in the engine's dtype, float32 at the narrowest, and must stay a small "
+            "non-zero number there (float32 rounds 1e-50 to 0 and 1e39 to inf)",
+        )
+
+
     schema = Spec.model_json_schema()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
