@@ -78,6 +78,11 @@ class Spec(BaseModel):
     embedding_norm: bool = Field(False, description="Norm after the embedding sum (BERT).")
     type_vocab_size: int = Field(0, ge=0, description="Token-type (segment) vocabulary (BERT).")
     pooler: bool = Field(False, description="BERT pooler: tanh(W h[CLS] + b).")
+    body_only: str | None = Field(
+        None, min_length=1, max_length=200,
+        description="Set when the source model has a task head tfcli does not build "
+        "(e.g. a classifier): names it; every count and run is of the body only.",
+    )
 
     # mixture of experts
     n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")
@@ -91,12 +96,12 @@ class Spec(BaseModel):
         _check_heads(self)
         _check_moe(self)
         _check_family_fields(self)
+        _check_scales(self)
         _fill(self, "n_kv_heads", self.n_heads)
         _fill(self, "d_head", self.d_model // self.n_heads)
         _fill(self, "final_norm", self.norm_placement == "pre" and self.norm != "none")
         _fill(self, "attention_bias", self.bias)
         _fill(self, "ffn_bias", self.bias)
-        _check_scales(self)
         stack_layers = self.n_layers if self.family == "encoder-decoder" else None
         _fill(self, "n_encoder_layers", stack_layers)
         _fill(self, "n_decoder_layers", stack_layers)
@@ -208,11 +213,6 @@ def _check_family_fields(spec: Spec) -> None:
         raise SpecConsistencyError("tied_head_rescale", "needs tie_embeddings: true")
 
 
-FIELD_NAMES: tuple[str, ...] = tuple(Spec.model_fields)
-
-
-def spec_json_schema() -> dict[str, object]:
-    """JSON Schema (draft 2020-12) of the spec format, for editors validating YAML as users type."""
 
 # Ranges outside which a forward pass is wrong, not merely unusual. Real initialisations lie
 # well inside (GPT-2 0.02, T5 1.0): at these ends a chain of six weight factors (two projections
@@ -245,6 +245,11 @@ def _check_scales(spec: Spec) -> None:
         )
 
 
+FIELD_NAMES: tuple[str, ...] = tuple(Spec.model_fields)
+
+
+def spec_json_schema() -> dict[str, object]:
+    """JSON Schema (draft 2020-12) of the spec format, for editors validating YAML as users type."""
     schema = Spec.model_json_schema()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

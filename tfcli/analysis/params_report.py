@@ -61,6 +61,9 @@ class ParamsReport:
     memory_bytes: dict[str, int]
     kv_cache: KVCacheFigures
     notes: list[str] = field(default_factory=list)
+    # the source model's task head that tfcli does not build (Spec.body_only): every count
+    # here is of the body alone, and each format says so
+    body_only: str | None = None
 
     @property
     def ffn_share_of_blocks(self) -> float:
@@ -75,6 +78,7 @@ class ParamsReport:
         return {
             "spec": self.spec_name,
             "family": self.family,
+            "body_only": self.body_only,
             "total": self.total,
             "non_embedding": self.non_embedding,
             "active": self.active,
@@ -101,7 +105,9 @@ class ParamsReport:
              f"{r.share:.6f}", r.note]
             for r in self.rows
         ]
-        rows.append(["total", "", "", "", "", self.total, "1.000000", ""])
+        total, note = ("total", "") if self.body_only is None else \
+            ("total (body only)", f"body only: {self.body_only}")
+        rows.append([total, "", "", "", "", self.total, "1.000000", note])
         return header, rows
 
 
@@ -163,6 +169,8 @@ def _memory(total: int) -> dict[str, int]:
 
 def _notes(spec: Spec, context: int) -> list[str]:
     notes = []
+    if spec.body_only:
+        notes.append(f"body only: {spec.body_only}; its parameters are not in any count")
     if context > spec.max_seq_len:
         notes.append(f"KV cache sized for {context:,} tokens, beyond {spec.name}'s max_seq_len "
                      f"{spec.max_seq_len:,}")
@@ -200,4 +208,5 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
         ffn=sum(c.count for c in comps if c.group == FFN),
         estimate_12ld2=12 * spec.total_layers * spec.d_model**2,
         memory_bytes=_memory(total), kv_cache=kv, notes=_notes(spec, context),
+        body_only=spec.body_only,
     )

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tfcli.checkpoints.fields import Config, ConfigFields
+from tfcli.checkpoints.fields import Config, ConfigFields, shown
+from tfcli.checkpoints.heads import ARCHITECTURE_TYPES, REFUSED, Architecture, body_only_label, classes_for
 from tfcli.errors import BadInputError, SpecConsistencyError
 from tfcli.spec import Spec
 
@@ -63,11 +64,6 @@ ACTIVATION_NAMES = {
     "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
     "gelu_fast": "gelu_tanh", "relu": "relu", "silu": "silu", "swish": "silu",
 }
-# `architectures` entries without an LM head (the bare base model).
-HEADLESS = {"GPT2Model", "LlamaModel", "MistralModel", "MixtralModel", "T5Model"}
-# BERT classes that drop the pooler (add_pooling_layer=False).
-BERT_WITHOUT_POOLER = {"BertForMaskedLM", "BertLMHeadModel", "BertForTokenClassification",
-                       "BertForQuestionAnswering"}
 
 
 def unsupported(c: ConfigFields, message: str) -> BadInputError:
@@ -99,7 +95,7 @@ def _require_false(c: ConfigFields, *keys: str) -> None:
 # or a pydantic message that names the spec field instead of the config.json key.
 
 
-def _gpt2(c: ConfigFields) -> tuple[Config, list[str]]:
+def _gpt2(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     _require_false(c, "scale_attn_by_inverse_layer_idx", "add_cross_attention")
     d_model = c.integer("n_embd")
     fields = {
@@ -110,14 +106,14 @@ def _gpt2(c: ConfigFields) -> tuple[Config, list[str]]:
         "activation": _activation(c, c.text("activation_function"), "activation_function"),
         "norm": "layernorm", "norm_placement": "pre", "norm_eps": c.number("layer_norm_epsilon"),
         "positions": "learned", "bias": True, "tie_embeddings": c.flag("tie_word_embeddings"),
-        "lm_head": _architecture(c) not in HEADLESS,
+        "lm_head": arch.lm_head,
     }
     if not c.flag("scale_attn_weights"):
         fields["attention_scale"] = 1.0
     return fields, []
 
 
-def _bert(c: ConfigFields) -> tuple[Config, list[str]]:
+def _bert(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     _require_false(c, "is_decoder", "add_cross_attention")
     positions = c.text("position_embedding_type")
     if positions != "absolute":
@@ -132,9 +128,9 @@ def _bert(c: ConfigFields) -> tuple[Config, list[str]]:
         "norm": "layernorm", "norm_placement": "post", "norm_eps": c.number("layer_norm_eps"),
         "positions": "learned", "bias": True, "embedding_norm": True,
         "type_vocab_size": c.integer("type_vocab_size", minimum=0), "lm_head": False,
-        "pooler": _architecture(c) not in BERT_WITHOUT_POOLER,
+        "pooler": arch.pooler,
     }
-    return fields, ["BertModel body only: task heads (cls.*, classifier.*) are not loaded"]
+    return fields, []
 
 
 def _rope_kind(params: ConfigFields, scaling: ConfigFields) -> str:
@@ -155,7 +151,7 @@ def _rope_theta(c: ConfigFields) -> float:
     return (params if params.has("rope_theta") else c).number("rope_theta")
 
 
-def _llama(c: ConfigFields) -> tuple[Config, list[str]]:
+def _llama(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     act = c.text("hidden_act")
     if act not in ("silu", "swish"):
         raise unsupported(c, f"hidden_act '{act}' is not supported (only silu)")
@@ -170,7 +166,7 @@ def _llama(c: ConfigFields) -> tuple[Config, list[str]]:
         "norm_eps": c.number("rms_norm_eps"), "positions": "rope", "rope_theta": _rope_theta(c),
         "bias": False, "attention_bias": c.flag("attention_bias"), "ffn_bias": c.flag("mlp_bias"),
         "tie_embeddings": c.flag("tie_word_embeddings"),
-        "lm_head": _architecture(c) not in HEADLESS,
+        "lm_head": arch.lm_head,
     }
     if c.values["model_type"] == "mixtral":
         fields |= {"n_experts": c.integer("num_local_experts"),
@@ -198,13 +194,13 @@ def _t5_activation(c: ConfigFields) -> tuple[str, list[str]]:
                          "(supported: relu, gelu, gated-gelu, gated-silu)")
 
 
-def _t5(c: ConfigFields) -> tuple[Config, list[str]]:
+def _t5(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     activation, notes = _t5_activation(c)
     tied = c.flag("tie_word_embeddings")
     # transformers 5 writes tie_word_embeddings: true always and keeps T5 v1.1's "no rescale"
     # in scale_decoder_outputs; older configs say both with tie_word_embeddings.
     rescale = c.flag("scale_decoder_outputs", default=tied)
-    head = _architecture(c) not in HEADLESS
+    head = arch.lm_head
     n_layers = c.integer("num_layers")
     fields: Config = {
         "family": "encoder-decoder", "vocab_size": c.integer("vocab_size"),
@@ -223,18 +219,10 @@ def _t5(c: ConfigFields) -> tuple[Config, list[str]]:
     return fields, notes
 
 
-FAMILIES: dict[str, Callable[[ConfigFields], tuple[Config, list[str]]]] = {
+FAMILIES: dict[str, Callable[[ConfigFields, Architecture], tuple[Config, list[str]]]] = {
     "gpt2": _gpt2, "bert": _bert, "llama": _llama, "mistral": _llama, "mixtral": _llama, "t5": _t5,
 }
 SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
-# `architectures` names, for configs that lack model_type.
-ARCHITECTURE_TYPES = {
-    "GPT2Model": "gpt2", "GPT2LMHeadModel": "gpt2", "BertModel": "bert",
-    "BertForMaskedLM": "bert", "BertForPreTraining": "bert", "LlamaForCausalLM": "llama",
-    "LlamaModel": "llama", "MistralForCausalLM": "mistral", "MistralModel": "mistral",
-    "MixtralForCausalLM": "mixtral", "MixtralModel": "mixtral",
-    "T5ForConditionalGeneration": "t5", "T5Model": "t5",
-}
 
 
 def model_type(config: Config, file: str = CONFIG_FILE) -> str:
@@ -249,6 +237,19 @@ def model_type(config: Config, file: str = CONFIG_FILE) -> str:
     return kind
 
 
+def architecture(c: ConfigFields, kind: str) -> Architecture:
+    """What the config's (first) `architectures` class is to tfcli, or a BadInputError naming
+    a class tfcli does not build: counting it as its family's LM would count another model."""
+    name, classes = _architecture(c), classes_for(kind)
+    if not name:
+        return next(iter(classes.values()))
+    if name in classes:
+        return classes[name]
+    reason = REFUSED.get(name, "a model class tfcli does not build")
+    raise BadInputError(f"{c.file}: architectures {shown(name)} is not supported: {reason} "
+                        f"(supported for model_type '{kind}': {', '.join(classes)})")
+
+
 def spec_from_config(config: Config, source: str, *, file: str = CONFIG_FILE) -> Spec:
     """A Spec for a Hugging Face config.json mapping; `source` is where it came from and `file`
     the config file that error messages name."""
@@ -256,10 +257,15 @@ def spec_from_config(config: Config, source: str, *, file: str = CONFIG_FILE) ->
     # the resolved kind is stored back so a config named only by `architectures` reads as its
     # family everywhere (messages, the mixtral expert fields)
     c = ConfigFields(DEFAULTS[kind] | config | {"model_type": kind}, file)
-    fields, notes = FAMILIES[kind](c)
+    arch = architecture(c, kind)
+    fields, notes = FAMILIES[kind](c, arch)
     name = Path(c.optional_text("_name_or_path") or source).name or kind
-    arch = _architecture(c) or kind
-    description = f"{arch} imported from config.json" + "".join(f"; {n}" for n in notes)
+    arch_name = _architecture(c) or kind
+    body_only = body_only_label(arch_name, arch)
+    if body_only:
+        fields["body_only"] = body_only
+        notes.append(f"body only: the {arch.head} head is not built or counted")
+    description = f"{arch_name} imported from config.json" + "".join(f"; {n}" for n in notes)
     try:
         return Spec.model_validate({"name": name, "description": description, "source": source} | fields)
     except SpecConsistencyError as exc:

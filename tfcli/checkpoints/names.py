@@ -87,7 +87,8 @@ def _gpt2_rules() -> list[Rule]:
 
 GPT2 = Table(
     bases=("transformer.", ""), anchor="wte.weight", rules=tuple(_gpt2_rules()),
-    ignored=(r"h\.\d+\.attn\.(bias|masked_bias)$",),  # causal-mask buffers of old checkpoints
+    # causal-mask buffers of old checkpoints; the task heads of GPT2For* (a body-only spec)
+    ignored=(r"h\.\d+\.attn\.(bias|masked_bias)$", r"^(score|classifier|qa_outputs)\."),
     tied_copies=("lm_head.weight",),
 )
 
@@ -151,8 +152,11 @@ def _llama_rules() -> list[Rule]:
 
 
 LLAMA = Table(
-    bases=("model.", ""), anchor="embed_tokens.weight", rules=tuple(_llama_rules()),
-    ignored=(r"rotary_emb\.inv_freq$",),  # RoPE frequencies are recomputed from rope_theta
+    # LlamaForQuestionAnswering keeps its body under "transformer."
+    bases=("model.", "transformer.", ""), anchor="embed_tokens.weight", rules=tuple(_llama_rules()),
+    # RoPE frequencies are recomputed from rope_theta; score / qa_outputs: task heads of a
+    # body-only spec (*ForSequenceClassification, ...)
+    ignored=(r"rotary_emb\.inv_freq$", r"^(score|qa_outputs)\."),
     tied_copies=("lm_head.weight",),
 )
 
@@ -198,7 +202,8 @@ T5 = Table(
     # Each stack's embed_tokens is the shared table; old checkpoints carry an unused
     # cross-attention relative bias (transformers ignores it too).
     ignored=(r"^(encoder|decoder)\.embed_tokens\.weight$",
-             r"^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$"),
+             r"^decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight$",
+             r"^qa_outputs\."),  # T5ForQuestionAnswering's head (a body-only spec)
     tied_copies=("lm_head.weight",),
 )
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tfcli.analysis.params_report import ComponentRow, ParamsReport
+from tfcli.render.safe import plain
+from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, human_count, percent
 
 
@@ -14,13 +15,14 @@ def _shape(row: ComponentRow) -> str:
     return " + ".join("×".join(f"{n:,}" for n in s) for s in row.shapes)
 
 
-def _component_table(report: ParamsReport) -> Table:
-    table = Table(title=f"{report.spec_name} — parameters per component", title_justify="left")
-    for column, justify in (("component", "left"), ("shape", "left"), ("per block", "right"),
-                            ("parameters", "right"), ("share", "right")):
-        wrap = column == "shape"
-        table.add_column(column, justify=justify, no_wrap=not wrap,  # type: ignore[arg-type]
-                         min_width=10 if wrap else None, overflow="fold")
+def _component_table(report: ParamsReport) -> FitTable:
+    scope = " (body only)" if report.body_only else ""
+    table = FitTable(title=f"{report.spec_name} — parameters per component{scope}")
+    table.add_column("component")
+    table.add_column("shape", drop=3)  # wraps at " + "; first to leave a narrow terminal
+    table.add_column("per block", justify="right", number=True, drop=2)
+    table.add_column("parameters", justify="right", number=True)
+    table.add_column("share", justify="right", number=True, drop=1)
     current_stack = None
     for row in report.rows:
         if row.stack != current_stack and current_stack in report.block_subtotals:
@@ -32,12 +34,12 @@ def _component_table(report: ParamsReport) -> Table:
     if current_stack in report.block_subtotals:
         _add_subtotal(table, report, current_stack)
     table.add_section()
-    table.add_row(Text("total", style="bold"), "", "", Text(f"{report.total:,}", style="bold"),
+    table.add_row(Text(f"total{scope}", style="bold"), "", "", Text(f"{report.total:,}", style="bold"),
                   "100.0%")
     return table
 
 
-def _add_component(table: Table, row: ComponentRow) -> None:
+def _add_component(table: FitTable, row: ComponentRow) -> None:
     name = row.name.split(".block.")[-1] if row.stack else row.name
     indent = "  " if row.stack else ""
     if row.note.startswith("tied"):
@@ -47,19 +49,20 @@ def _add_component(table: Table, row: ComponentRow) -> None:
     table.add_row(indent + name, _shape(row), per_block, f"{row.count:,}", percent(row.share))
 
 
-def _add_subtotal(table: Table, report: ParamsReport, stack: str | None) -> None:
+def _add_subtotal(table: FitTable, report: ParamsReport, stack: str | None) -> None:
     per, n = report.block_subtotals[stack or ""]
     share = per * n / report.total
     label = Text(f"  subtotal × {n}", style="italic")
     table.add_row(label, "", f"{per:,}", Text(f"{per * n:,}", style="bold"), percent(share))
 
 
-def _summary_table(report: ParamsReport) -> Table:
-    table = Table(title="summary", title_justify="left", show_header=False)
+def _summary_table(report: ParamsReport) -> FitTable:
+    table = FitTable(title="summary", show_header=False)
     table.add_column("what")
-    table.add_column("value", justify="right")
+    table.add_column("value", justify="right", number=True)
     table.add_column("detail")
-    table.add_row("total", f"{report.total:,}", human_count(report.total))
+    scope = " (body only)" if report.body_only else ""
+    table.add_row(f"total{scope}", f"{report.total:,}", human_count(report.total))
     table.add_row("non-embedding", f"{report.non_embedding:,}",
                   "excludes token / position / type embeddings and the output head")
     table.add_row("active per token", f"{report.active:,}",
@@ -87,5 +90,5 @@ def _summary_table(report: ParamsReport) -> Table:
 
 def render_params(report: ParamsReport) -> RenderableType:
     parts: list[RenderableType] = [_component_table(report), _summary_table(report)]
-    parts += [Text(f"note: {note}", style="dim") for note in report.notes]
+    parts += [plain(f"note: {note}", style="dim") for note in report.notes]
     return Group(*parts)
