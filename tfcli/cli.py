@@ -201,13 +201,15 @@ def run_cmd(
     Example: tfcli run gpt2 --text "The Transformer is" --layers 2
     """
     from tfcli.analysis.model_source import load_model
-    from tfcli.analysis.run import build_inputs, check_npz_path, run_forward
+    from tfcli.analysis.run import build_inputs, check_npz_path, run_forward, run_plan
     from tfcli.analysis.run import save_npz as write_npz
     from tfcli.render.run import render_run
 
     if save_npz is not None:
         check_npz_path(save_npz)  # before the work, not after it
-    model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed)
+    plan = functools.partial(run_plan, text=text, tokens=tokens, target=target, batch=batch, seq_len=seq_len)
+    model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed,
+                       estimate=plan)
     inputs = build_inputs(model.spec, text=text, tokens=tokens, target=target, batch=batch,
                           seq_len=seq_len, seed=seed, weights_dir=model.weights_dir)
     result, outputs = run_forward(model, inputs, seed=seed)
@@ -239,7 +241,8 @@ def generate_cmd(
 
     Example: tfcli generate gpt2 --prompt "Hello" --max-new-tokens 20 --layers 2 --check-cache
     """
-    from tfcli.analysis.generation import GenerateRequest, generate_text, prompt_tokens
+    from tfcli.analysis.generation import (GenerateRequest, generate_plan, generate_text,
+                                           prompt_tokens)
     from tfcli.analysis.model_source import load_model
     from tfcli.errors import BadInputError, CheckFailedError
     from tfcli.render.generate import render_generate
@@ -247,7 +250,10 @@ def generate_cmd(
     if sum((no_cache, check_cache, compare)) > 1:
         raise BadInputError("choose at most one of --no-cache, --check-cache, --compare")
     mode = "no-cache" if no_cache else "check" if check_cache else "compare" if compare else "cache"
-    model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed)
+    plan = functools.partial(generate_plan, prompt=prompt, tokens=tokens, max_new_tokens=max_new_tokens,
+                   mode=mode)
+    model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed,
+                       estimate=plan)
     ids, tokenizer = prompt_tokens(model, prompt, tokens)
     request = GenerateRequest(ids, max_new_tokens, temperature, top_k, top_p, seed, stop_token)
     if fmt is OutputFormat.table:

@@ -7,11 +7,9 @@ import numpy as np
 import pytest
 
 from tests.engine.engine_specs import VARIANTS, make_spec
-from tfcli.analysis.params import total_parameters
-from tfcli.engine.model import check_memory, forward
+from tfcli.engine.model import forward
 from tfcli.engine.weights import init_weights
 from tfcli.errors import BadInputError
-from tfcli.spec_io import load_spec
 
 RNG = np.random.default_rng(0)
 TOKENS = RNG.integers(0, 61, size=(3, 9))
@@ -209,20 +207,3 @@ def test_observed_ops_follow_the_contract(variant):
     if spec.pooler:
         expected.append(("head", "pooler", (b, spec.d_model)))
     assert seen == expected
-
-
-# --- memory guard ----------------------------------------------------------------------------
-
-def test_check_memory_refuses_a_model_that_does_not_fit():
-    spec = load_spec("llama-2-7b")
-    needed = total_parameters(spec) * 4
-    assert check_memory(spec, np.float32, available_bytes=needed) == needed
-    with pytest.raises(BadInputError) as err:
-        check_memory(spec, np.float32, available_bytes=int(23.1e9))
-    gb = f"{needed / 1e9:.1f}"
-    assert err.value.message == (f"llama-2-7b needs {gb} GB in float32; this machine has 23.1 GB "
-                                 "available (use --layers K to truncate)")
-
-
-def test_check_memory_reads_this_machine():
-    assert check_memory(make_spec("gpt")) == total_parameters(make_spec("gpt")) * 4

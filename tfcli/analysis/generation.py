@@ -10,10 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from tfcli.analysis.memory import MemoryEstimate, Workload, generate_estimate
 from tfcli.analysis.model_source import Model
 from tfcli.analysis.params import kv_cache_bytes
 from tfcli.engine.generate import generate
 from tfcli.errors import BadInputError
+from tfcli.spec import Spec
 from tfcli.tokenizer import Tokenizer, get_tokenizer, parse_token_list
 
 Array = np.ndarray
@@ -129,6 +131,18 @@ def prompt_tokens(model: Model, prompt: str | None, tokens: str | None) -> tuple
     if not ids:
         raise BadInputError("--prompt is empty: nothing to continue")
     return ids, tokenizer
+
+
+def generate_plan(spec: Spec, dtype: type, *, prompt: str | None, tokens: str | None,
+                  max_new_tokens: int, mode: str) -> MemoryEstimate:
+    """The whole generation's memory estimate (weights, KV cache, activations, the logits kept
+    per step), before any weight exists; load_model calls it. A prompt's length is bounded
+    before tokenizing (each token covers at least one UTF-8 byte) and by max_seq_len."""
+    given = prompt if prompt is not None else tokens or ""
+    length = 4 * len(given) + 8 if prompt is not None else given.count(",") + 1
+    new = min(max_new_tokens, spec.max_seq_len)  # more is refused by the request check
+    work = Workload(seq_len=min(length, spec.max_seq_len), new_tokens=new, mode=mode)
+    return generate_estimate(spec, dtype, work)
 
 
 def _optional_tokenizer(model: Model) -> Tokenizer | None:

@@ -3,12 +3,13 @@ checkpoint directory. Shared by `tfcli run` and `tfcli generate`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from tfcli.engine.model import check_memory
+from tfcli.analysis.memory import MemoryEstimate, check_fits, weights_estimate
 from tfcli.engine.weights import Weights, init_weights
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
@@ -39,16 +40,22 @@ def _checkpoint_dir(spec_arg: str, weights_dir: str | None) -> str | None:
     return spec_arg if path.is_dir() and (path / "config.json").is_file() else None
 
 
+Estimator = Callable[[Spec, type], MemoryEstimate]
+
+
 def load_model(spec_arg: str, *, weights_dir: str | None = None, layers: int | None = None,
-               dtype: str = "float32", seed: int = 0) -> Model:
+               dtype: str = "float32", seed: int = 0, estimate: Estimator | None = None) -> Model:
     """The spec (truncated to `layers` when given) with checkpoint or seeded random weights.
-    Refuses, with the figures, when the weights would not fit in memory."""
+
+    `estimate(spec, dtype)` checks the command's options against the spec and sizes the whole
+    command (weights + activations + ...; default: the weights alone); it runs before any
+    weight exists, and the command is refused, with the figures, when it would not fit."""
     np_dtype = numpy_dtype(dtype)
     checkpoint = _checkpoint_dir(spec_arg, weights_dir)
     spec = load_spec(checkpoint if checkpoint and weights_dir is None else spec_arg)
     if layers is not None:
         spec = spec.with_layers(layers)
-    check_memory(spec, np_dtype)
+    check_fits((estimate or weights_estimate)(spec, np_dtype))
     if checkpoint is None:
         return Model(spec, init_weights(spec, seed, np_dtype), dtype,
                      f"random weights (seed {seed}, std {spec.init_std})", None)

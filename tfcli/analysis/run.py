@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tfcli.analysis.memory import MemoryEstimate, Workload, run_estimate
 from tfcli.analysis.model_source import Model
 from tfcli.engine.model import ForwardOutput, forward
 from tfcli.errors import BadInputError
@@ -19,6 +20,7 @@ from tfcli.tokenizer import Tokenizer, get_tokenizer, parse_token_list
 
 Array = np.ndarray
 MLM_FRACTION = 0.15  # BERT's masking rate
+LOSS_CHUNK_ELEMENTS = 1 << 22  # logits per float64 chunk of the loss (32 MB a copy)
 DECODER_START = 0  # an encoder-decoder's decoder input without --target (T5's start id)
 
 
@@ -101,6 +103,7 @@ def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: st
         ids, kind = parse_token_list(tokens, spec.vocab_size), "tokens"
     else:
         length = seq_len or min(spec.max_seq_len, 16)
+        _check_random_length(spec, length)  # before drawing batch x length ids
         rng = np.random.default_rng(seed)
         return RunInputs(rng.integers(0, spec.vocab_size, (batch, length)),
                          _random_target(spec, rng, batch, length), "random", None)
@@ -110,6 +113,34 @@ def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: st
     elif spec.family == "encoder-decoder":  # the decoder starts from token 0 alone, as T5's
         decoder = np.full((1, 1), DECODER_START, dtype=np.int64)
     return RunInputs(np.array([ids]), decoder, kind, tokenizer)
+
+
+def _check_random_length(spec: Spec, length: int) -> None:
+    if length > spec.max_seq_len:
+        raise BadInputError(f"--seq-len {length:,} exceeds max_seq_len {spec.max_seq_len:,} "
+                            f"of {spec.name}")
+
+
+def _longest_encoding(spec: Spec, text: str) -> int:
+    """An upper bound on a text's tokens before tokenizing: every BPE / WordPiece / Unigram
+    token covers at least one UTF-8 byte (at most 4 per character), plus a few specials."""
+    return min(spec.max_seq_len, 4 * len(text) + 8)
+
+
+def run_plan(spec: Spec, dtype: type, *, text: str | None, tokens: str | None,
+             target: str | None, batch: int, seq_len: int | None) -> MemoryEstimate:
+    """The sizes `tfcli run` will use, checked against the spec, and the run's whole memory
+    estimate; load_model calls it before any weight or input exists."""
+    if text is None and tokens is None:
+        length = seq_len or min(spec.max_seq_len, 16)
+        _check_random_length(spec, length)
+        work = Workload(batch=batch, seq_len=length, decoder_len=length, loss=True)
+    else:
+        length = _longest_encoding(spec, text) if text is not None else \
+            min(spec.max_seq_len, (tokens or "").count(",") + 1)
+        decoder = 1 if target is None else _longest_encoding(spec, target)
+        work = Workload(batch=1, seq_len=length, decoder_len=decoder, loss=True)
+    return run_estimate(spec, dtype, work)
 
 
 def _encode(tokenizer: Tokenizer | None, text: str, option: str) -> list[int]:
@@ -143,12 +174,32 @@ def _mlm_masked(spec: Spec, tokens: Array, seed: int) -> tuple[Array, Array]:
 
 
 def cross_entropy(logits: Array, targets: Array, where: Array | None = None) -> float:
-    """Mean -log softmax(logits)[target] over the positions in `where` (all when None)."""
-    logits64 = logits.astype(np.float64)  # (N, V): the loss in float64 to avoid cancellation
+    """Mean -log softmax(logits)[target] over the positions in `where` (all when None).
+
+    In float64 to avoid cancellation, but a few rows at a time: a float64 copy of all the
+    logits of --batch 64 --seq-len 1024 on GPT-2 would be 26 GB (three such copies at once)."""
+    vocab = logits.shape[-1]
+    seqs = logits.reshape(-1, *logits.shape[-2:])  # (S, T, V); a view for (B, T, V) slices
+    wanted = np.ones(targets.shape, bool) if where is None else np.broadcast_to(where, targets.shape)
+    ids, keep = targets.reshape(seqs.shape[:2]), wanted.reshape(seqs.shape[:2])  # (S, T)
+    rows = max(1, LOSS_CHUNK_ELEMENTS // vocab)
+    total, count = 0.0, 0
+    for s in range(seqs.shape[0]):
+        for t0 in range(0, seqs.shape[1], rows):
+            chosen = keep[s, t0:t0 + rows]
+            if chosen.any():
+                total += _neg_log_likelihood(seqs[s, t0:t0 + rows][chosen], ids[s, t0:t0 + rows][chosen])
+                count += int(chosen.sum())
+    return total / count if count else float("nan")
+
+
+def _neg_log_likelihood(logits: Array, targets: Array) -> float:
+    """Sum over rows of -log softmax(logits)[target]: logits (n, V), targets (n,)."""
+    logits64 = logits.astype(np.float64)  # (n, V)
     shifted = logits64 - logits64.max(axis=-1, keepdims=True)
-    log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
-    return float(-(picked[where] if where is not None else picked).mean())
+    log_norm = np.log(np.exp(shifted).sum(axis=-1))  # (n,)
+    picked = shifted[np.arange(len(targets)), targets]  # (n,)
+    return float((log_norm - picked).sum())
 
 
 def _loss(spec: Spec, model: Model, inputs: RunInputs, out: ForwardOutput,

@@ -121,9 +121,9 @@ def _truncated(spec: Spec, layers: int) -> Spec:
 
 
 def _default_budget() -> int:
-    from tfcli.engine.model import available_memory_bytes
+    from tfcli.analysis.memory import memory_limit
 
-    return min(EXECUTE_BUDGET_BYTES, available_memory_bytes() // 2)
+    return min(EXECUTE_BUDGET_BYTES, memory_limit().bytes // 2)
 
 
 # --- the check -----------------------------------------------------------------------------------

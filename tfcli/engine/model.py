@@ -6,14 +6,12 @@ cross-attention in the decoder blocks of an encoder-decoder. Weights live in wei
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tfcli.analysis.params import total_parameters
 from tfcli.engine.attention import attention
 from tfcli.engine.blas import blas_threads
 from tfcli.engine.ffn import ffn
@@ -27,7 +25,7 @@ from tfcli.spec import Spec
 Array = np.ndarray
 
 __all__ = [
-    "ForwardOutput", "block_forward", "check_memory", "embed", "ffn", "forward",
+    "ForwardOutput", "block_forward", "embed", "ffn", "forward",
     "forward_hidden", "init_weights", "output_logits", "stack_position_bias",
 ]
 
@@ -334,32 +332,3 @@ def forward(
                                 positions=positions, observe=observe)  # (B, T, d)
         logits, pooled = _heads(spec, weights, hidden, observe)
         return ForwardOutput(hidden, logits, None, pooled)
-
-
-# --- memory guard ----------------------------------------------------------------------------
-
-
-def available_memory_bytes() -> int:
-    """MemAvailable from /proc/meminfo, else free physical pages via sysconf."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024  # the file reports kB
-    except OSError:
-        pass
-    return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-def check_memory(spec: Spec, dtype: np.dtype | type | str = np.float32,
-                 available_bytes: int | None = None) -> int:
-    """Bytes the weights of `spec` need in `dtype`; BadInputError if more than is available."""
-    dtype = np.dtype(dtype)
-    needed = total_parameters(spec) * dtype.itemsize
-    available = available_memory_bytes() if available_bytes is None else available_bytes
-    if needed > available:
-        raise BadInputError(
-            f"{spec.name} needs {needed / 1e9:.1f} GB in {dtype.name}; this machine has "
-            f"{available / 1e9:.1f} GB available (use --layers K to truncate)"
-        )
-    return needed

@@ -1,0 +1,176 @@
+"""Resource guards: the real memory limit (MemAvailable, rlimits, cgroups) read from controlled
+files, whole-command memory estimates, the chunked loss, and refusals before any work."""
+
+from __future__ import annotations
+
+import math
+import resource
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tfcli.analysis import memory, run
+from tfcli.analysis.memory import (LimitSources, MemoryEstimate, MemoryLimit, Workload,
+                                   check_fits, generate_estimate, memory_limit, run_estimate)
+from tfcli.analysis.params import kv_cache_bytes, total_parameters
+from tfcli.errors import BadInputError
+from tfcli.spec_io import load_spec
+
+GB = 10**9
+
+
+def _unlimited(kind: int) -> tuple[int, int]:
+    return resource.RLIM_INFINITY, resource.RLIM_INFINITY
+
+
+def _sources(tmp_path: Path, *, available_kb: int = 64 * 10**6, cgroup: str = "0::/\n",
+             status: str = "VmSize:\t  100000 kB\nVmData:\t   50000 kB\n",
+             getrlimit=_unlimited) -> LimitSources:
+    (tmp_path / "meminfo").write_text(f"MemTotal: 999999999 kB\nMemAvailable: {available_kb} kB\n")
+    (tmp_path / "status").write_text(status)
+    (tmp_path / "cgroup").write_text(cgroup)
+    (tmp_path / "sys").mkdir(exist_ok=True)
+    return LimitSources(str(tmp_path / "meminfo"), str(tmp_path / "status"),
+                        str(tmp_path / "cgroup"), str(tmp_path / "sys"), getrlimit)
+
+
+# --- the limit ---------------------------------------------------------------------------------
+
+
+def test_mem_available_alone(tmp_path: Path) -> None:
+    assert memory_limit(_sources(tmp_path, available_kb=2_000_000)) == MemoryLimit(
+        2_048_000_000, "available memory (MemAvailable)")
+
+
+def test_cgroup_v2_limit_less_usage_binds(tmp_path: Path) -> None:
+    src = _sources(tmp_path)
+    (tmp_path / "sys" / "memory.max").write_text("3000000000\n")
+    (tmp_path / "sys" / "memory.current").write_text("1000000000\n")
+    assert memory_limit(src) == MemoryLimit(2 * GB, "cgroup memory.max")
+
+
+def test_cgroup_v2_max_means_no_limit(tmp_path: Path) -> None:
+    src = _sources(tmp_path, available_kb=1_000_000)
+    (tmp_path / "sys" / "memory.max").write_text("max\n")
+    (tmp_path / "sys" / "memory.current").write_text("5\n")
+    assert memory_limit(src).source == "available memory (MemAvailable)"
+
+
+def test_a_parent_cgroups_limit_binds_too(tmp_path: Path) -> None:
+    src = _sources(tmp_path, cgroup="0::/job/step\n")
+    own, parent = tmp_path / "sys" / "job" / "step", tmp_path / "sys" / "job"
+    own.mkdir(parents=True)
+    (own / "memory.max").write_text("max\n")
+    (parent / "memory.max").write_text(str(5 * GB))
+    (parent / "memory.current").write_text(str(4 * GB))
+    assert memory_limit(src) == MemoryLimit(GB, "cgroup memory.max")
+
+
+def test_cgroup_v1_limit(tmp_path: Path) -> None:
+    src = _sources(tmp_path, cgroup="4:memory:/box\n0::/\n")
+    box = tmp_path / "sys" / "memory" / "box"
+    box.mkdir(parents=True)
+    (box / "memory.limit_in_bytes").write_text(str(3 * GB))
+    (box / "memory.usage_in_bytes").write_text(str(GB))
+    (tmp_path / "sys" / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712")
+    assert memory_limit(src) == MemoryLimit(2 * GB, "cgroup memory.limit_in_bytes")
+
+
+def test_rlimit_as_less_mapped_size_binds(tmp_path: Path) -> None:
+    def getrlimit(kind: int) -> tuple[int, int]:
+        return (3 * GB, 3 * GB) if kind == resource.RLIMIT_AS else _unlimited(kind)
+
+    src = _sources(tmp_path, status="VmSize:\t 1000000 kB\nVmData:\t 10 kB\n", getrlimit=getrlimit)
+    assert memory_limit(src) == MemoryLimit(3 * GB - 1_024_000_000, "RLIMIT_AS soft limit")
+
+
+@pytest.mark.parametrize("garbage", ["", "max", "-5", "1e9", "9" * 400, "\x00\xff"])
+def test_garbage_cgroup_files_drop_out(tmp_path: Path, garbage: str) -> None:
+    src = _sources(tmp_path, available_kb=1_000)
+    (tmp_path / "sys" / "memory.max").write_text(garbage)
+    assert memory_limit(src).source == "available memory (MemAvailable)"
+
+
+def test_this_machine_has_a_positive_limit() -> None:
+    assert memory_limit().bytes > 0
+
+
+# --- estimates and the check --------------------------------------------------------------------
+
+
+def test_run_estimate_counts_logits_of_the_whole_batch() -> None:
+    spec = load_spec("gpt2")
+    estimate = run_estimate(spec, np.float32, Workload(batch=64, seq_len=1024, loss=True))
+    parts = dict(estimate.parts)
+    assert parts["weights"] == total_parameters(spec) * 4
+    assert parts["logits"] == 64 * 1024 * 50257 * 4  # 13.2 GB: the issue's 12.3 GiB
+    assert parts["loss"] < 0.2 * GB  # computed in chunks, never a float64 copy of all logits
+    assert estimate.total > 13 * GB
+
+
+def test_generate_estimate_counts_cache_and_kept_logits() -> None:
+    spec = load_spec("gpt2")
+    cached = dict(generate_estimate(spec, np.float32, Workload(seq_len=10, new_tokens=100)).parts)
+    assert cached["KV cache"] == kv_cache_bytes(spec, 110)
+    assert cached["logits"] == 100 * 50257 * 4
+    both = dict(generate_estimate(spec, np.float32,
+                                  Workload(seq_len=10, new_tokens=100, mode="check")).parts)
+    assert both["logits"] == 2 * cached["logits"]  # cached and uncached runs keep theirs
+    assert both["activations"] > cached["activations"]  # uncached: the whole prefix each step
+
+
+def test_check_fits_one_line_with_both_figures_and_the_source() -> None:
+    estimate = MemoryEstimate("run of x", (("weights", 3 * GB), ("logits", 10 * GB)), "--batch")
+    assert check_fits(estimate, MemoryLimit(13 * GB, "RLIMIT_AS soft limit")) == 13 * GB
+    with pytest.raises(BadInputError) as err:
+        check_fits(estimate, MemoryLimit(2 * GB, "cgroup memory.max"))
+    message = err.value.message
+    assert "\n" not in message
+    assert message == ("run of x needs about 13.0 GB (logits 10.0 GB, weights 3 GB), over the "
+                       "2 GB this process may use (cgroup memory.max); reduce --batch")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"seq_len": 10**9}, "--seq-len 1,000,000,000 exceeds max_seq_len 1,024"),
+    ({"batch": 10**12, "seq_len": 16}, "needs about"),
+])
+def test_run_plan_refuses_before_any_input_exists(monkeypatch, kwargs: dict, match: str) -> None:
+    monkeypatch.setattr(np.random, "default_rng", lambda *a: pytest.fail("drew inputs"))
+    options = {"text": None, "tokens": None, "target": None, "batch": 1, "seq_len": None} | kwargs
+    with pytest.raises(BadInputError, match=match):
+        check_fits(run.run_plan(load_spec("gpt2"), np.float32, **options))
+
+
+def test_build_inputs_checks_length_before_drawing(monkeypatch) -> None:
+    monkeypatch.setattr(run.np.random, "default_rng", lambda *a: pytest.fail("drew inputs"))
+    with pytest.raises(BadInputError, match="exceeds max_seq_len"):
+        run.build_inputs(load_spec("gpt2"), text=None, tokens=None, target=None, batch=1,
+                         seq_len=10**9, seed=0, weights_dir=None)
+
+
+def _direct(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """-log softmax(logits)[target] per position, in float64, all at once."""
+    x = logits.astype(np.float64)
+    log_p = x - np.log(np.exp(x).sum(-1, keepdims=True))
+    return -np.take_along_axis(log_p, targets[..., None], -1)[..., 0]
+
+
+@pytest.mark.parametrize("chunk", [7, 64, 1 << 22])
+def test_chunked_cross_entropy_equals_the_direct_formula(monkeypatch, chunk: int) -> None:
+    monkeypatch.setattr(run, "LOSS_CHUNK_ELEMENTS", chunk)  # 7 < V: one row per chunk
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(3, 9, 11)).astype(np.float32) * 4
+    targets = rng.integers(0, 11, (3, 9))
+    where = rng.random((3, 9)) < 0.5
+    picked = _direct(logits, targets)
+    tol = 1e-12  # float64 sums of ~27 terms of size ~3: far above 27 ulps
+    assert math.isclose(run.cross_entropy(logits, targets), picked.mean(), rel_tol=tol)
+    assert math.isclose(run.cross_entropy(logits, targets, where), picked[where].mean(), rel_tol=tol)
+    # teacher forcing passes a non-contiguous slice: it must not be copied whole, nor misread
+    forced = run.cross_entropy(logits[:, :-1], targets[:, 1:])
+    assert math.isclose(forced, _direct(logits[:, :-1], targets[:, 1:]).mean(), rel_tol=tol)
+
+
+def test_loss_estimate_matches_the_chunk_size() -> None:
+    assert memory.LOSS_CHUNK_ELEMENTS == run.LOSS_CHUNK_ELEMENTS
