@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 from rich.console import RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tfcli.analysis.catalog import Catalog, ValidationReport
+from tfcli.render.safe import plain
+from tfcli.render.tables import FitTable
 
 
 def render_catalog(catalog: Catalog) -> RenderableType:
-    table = Table(title="bundled specs", title_justify="left")
-    for column, justify in (("name", "left"), ("family", "left"), ("layers", "right"),
-                            ("d_model", "right"), ("parameters", "right")):
-        table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    table = FitTable(title="bundled specs")
+    table.add_column("name")
+    table.add_column("family", drop=3)
+    table.add_column("layers", justify="right", number=True, drop=2)
+    table.add_column("d_model", justify="right", number=True, drop=1)
+    table.add_column("parameters", justify="right", number=True)
     for e in catalog.entries:
         table.add_row(e.name, e.family, e.layers, f"{e.d_model:,}", f"{e.total:,}")
     return table
 
 
 def render_validation(report: ValidationReport) -> RenderableType:
-    table = Table(show_header=False, box=None)
+    table = FitTable(show_header=False, box=None)
     table.add_column("mark")
     table.add_column("detail")
     for r in report.results:
@@ -28,5 +31,5 @@ def render_validation(report: ValidationReport) -> RenderableType:
             detail = f"{r.source}: {r.entry.name} ({r.entry.family}, {r.entry.total:,} parameters)"
             table.add_row(Text("OK", style="green bold"), detail)
         else:
-            table.add_row(Text("BAD", style="red bold"), Text(r.error or "", style="red"))
+            table.add_row(Text("BAD", style="red bold"), plain(r.error or "", style="red"))
     return table

@@ -6,23 +6,23 @@ Nothing here computes: the flags that pick the colours and the verdict text come
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich import box
-from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
 from tfcli.analysis.depth_result import (
     COLLAPSE_BELOW, EXPLOSION_ABOVE, RANK_COLLAPSE_ABOVE, DepthPoint, DepthSweepResult,
 )
 from tfcli.errors import BadInputError
+from tfcli.render.safe import for_matplotlib, plain
+from tfcli.render.tables import FitTable
+from tfcli.files import check_output_file, write_atomically
 
 FLAG_STYLES = {"collapse": "bold blue", "explosion": "bold red", "rank_collapse": "bold magenta"}
 BROKEN_STYLE = "bold white on red"
@@ -38,22 +38,41 @@ def render_depth_sweep(result: DepthSweepResult, *, chart: bool = True, chart_wi
                        chart_height: int = 20) -> RenderableType:
     """The table (rows = depth, a group of columns per variant), the verdict under it, and the
     terminal chart (as rich Text, so a console that is not a terminal prints it plain)."""
-    parts: list[RenderableType] = [depth_table(result), Text(""), Text(result.verdict)]
+    parts: list[RenderableType] = [depth_table(result), Text(""), plain(result.verdict)]
     if chart:
-        parts += [Text(""), Text.from_ansi(terminal_chart(result, chart_width, chart_height))]
+        parts += [Text(""), _FittedChart(result, chart_width, chart_height)]
     return Group(*parts)
 
 
-def depth_table(result: DepthSweepResult) -> Table:
-    table = Table(title=_title(result), title_justify="left", caption=_legend(result),
-                  caption_justify="left", box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
-    table.add_column("depth", justify="right", style="bold", no_wrap=True, min_width=5)
+@dataclass(frozen=True)
+class _FittedChart:
+    """The terminal chart drawn when printed, no wider than the console (a wrapped chart would
+    cut its tick labels); as rich Text, so a console that is not a terminal prints it plain."""
+
+    result: DepthSweepResult
+    width: int
+    height: int
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text.from_ansi(terminal_chart(self.result, min(self.width, options.max_width),
+                                            self.height))
+
+
+# Columns of a variant's group, each with the rank at which a narrow terminal drops it (cos
+# first, None = never): the ratio carries the verdict, so it stays and names the variant.
+_GROUP_COLUMNS = (("norm", 1), ("ratio", None), ("gain", 2), ("cos", 3))
+
+
+def depth_table(result: DepthSweepResult) -> FitTable:
+    table = FitTable(title=_title(result), caption=_legend(result), box=box.SIMPLE_HEAD,
+                     padding=(0, 0, 0, 1), pad_edge=False)
+    table.add_column("depth", justify="right", style="bold", number=True)
     for i, name in enumerate(result.variant_names):
         style = GROUP_HEADER_STYLES[i % len(GROUP_HEADER_STYLES)]
-        # The variant names the first column of its group only, which keeps the table narrow.
-        for j, column in enumerate(("norm", "ratio", "gain", "cos")):
-            header = Text(f"{name if j == 0 else ''}\n{column}", style=style)
-            table.add_column(header, justify="right", no_wrap=True)
+        # The variant names one column of its group only, which keeps the table narrow.
+        for column, drop in _GROUP_COLUMNS:
+            header = Text(f"{name if column == 'ratio' else ''}\n{column}", style=style)
+            table.add_column(header, justify="right", number=True, drop=drop)
     for depth in result.depths:
         cells: list[Text | str] = [str(depth)]
         for name in result.variant_names:
@@ -193,14 +212,14 @@ def _plotext5(plt: Any, chart: _Chart, width: int, height: int, colorless: bool)
 
 
 def check_png_possible(path: str | os.PathLike[str]) -> None:
-    """Fail before a long sweep, not after: matplotlib present and the folder writable."""
+    """Fail before a long sweep, not after: matplotlib present, and the target a new path or a
+    regular file ending in .png (the chart is always PNG; another suffix is refused rather than
+    given PNG bytes under a misleading name)."""
     import importlib.util
 
     if importlib.util.find_spec("matplotlib") is None:
         raise BadInputError(PLOT_NEEDS_MATPLOTLIB)
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise BadInputError(f"--plot: folder {folder} does not exist")
+    check_output_file(os.fspath(path), "--plot", suffix=".png")
 
 
 def write_png(result: DepthSweepResult, path: str | os.PathLike[str]) -> None:
@@ -224,32 +243,11 @@ def write_png(result: DepthSweepResult, path: str | os.PathLike[str]) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("depth")
     ax.set_ylabel("output norm / input norm")
-    ax.set_title(f"{result.spec_name or 'linear'} — {CHART_TITLE}")
+    ax.set_title(for_matplotlib(f"{result.spec_name or 'linear'} — {CHART_TITLE}"))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     _save_atomically(fig, Path(path))
 
 
 def _save_atomically(fig: Any, path: Path) -> None:
-    folder = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise BadInputError(f"--plot: cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            fig.savefig(out, format="png")
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give it a normal file's mode
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise BadInputError(f"--plot: cannot write {path}: {exc.strerror or exc}") from None
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    write_atomically(path, "--plot", lambda out: fig.savefig(out, format="png"))

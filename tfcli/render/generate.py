@@ -3,27 +3,28 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tfcli.analysis.generation import GenerateResult, Timed
+from tfcli.render.safe import PROSE, plain
+from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes
 
 
 def render_stream(prompt: str, new_text: str) -> Text:
     """What rich Live shows while tokens arrive: the prompt dim, the continuation bold."""
-    text = Text(prompt, style="dim")
-    text.append(new_text, style="bold")
+    text = plain(prompt, style="dim", keep=PROSE)  # a random model's bytes include ESC and BEL
+    text.append_text(plain(new_text, style="bold", keep=PROSE))
     return text
 
 
-def _timing_rows(table: Table, label: str, run: Timed) -> None:
+def _timing_rows(table: FitTable, label: str, run: Timed) -> None:
     table.add_row(f"{label}: prefill", f"{run.prefill_seconds * 1000:.1f} ms (to the first new token)")
     table.add_row(f"{label}: decode", f"{run.decode_tokens_per_s:.1f} tokens/s "
                   f"({len(run.tokens) - 1} steps in {run.decode_seconds * 1000:.1f} ms)")
 
 
-def _kv_row(table: Table, result: GenerateResult) -> None:
+def _kv_row(table: FitTable, result: GenerateResult) -> None:
     allocated = result.cached.cache_bytes if result.cached else 0
     formula = result.kv_formula_bytes
     if result.cached is None:
@@ -35,7 +36,7 @@ def _kv_row(table: Table, result: GenerateResult) -> None:
 
 
 def render_generate(result: GenerateResult) -> RenderableType:
-    table = Table(title="generation", title_justify="left", show_header=False)
+    table = FitTable(title="generation", show_header=False)
     table.add_column("what")
     table.add_column("value")
     table.add_row("spec", f"{result.spec_name} ({result.dtype}, {result.origin})")
@@ -57,6 +58,6 @@ def render_generate(result: GenerateResult) -> RenderableType:
             f"max |Δlogit| {c.max_abs_logit_diff:.2e} (tolerance {c.tolerance:.0e})"))
     parts: list[RenderableType] = [table]
     if result.text is not None:
-        parts.insert(0, Text(result.text))
-    parts += [Text(f"note: {note}", style="dim") for note in result.notes]
+        parts.insert(0, plain(result.text, keep=PROSE))
+    parts += [plain(f"note: {note}", style="dim") for note in result.notes]
     return Group(*parts)

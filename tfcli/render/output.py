@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from rich.console import Console, RenderableType
 
 from tfcli.errors import OutputError
+from tfcli.render.safe import SafeConsole  # str taken literally, control bytes escaped
 
 
 class OutputFormat(str, Enum):
@@ -38,20 +39,29 @@ PIPED_WIDTH = 120  # columns when stdout is not a terminal (rich would assume 80
 def stdout_console() -> Console:
     # Piped tables (into a file, less, a README) get room for their numbers; COLUMNS still wins.
     width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPED_WIDTH
-    return Console(highlight=False, width=width)
+    return SafeConsole(highlight=False, width=width)
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return SafeConsole(stderr=True, highlight=False)
 
 
 def emit(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType]) -> None:
     """Write `result` to stdout in `fmt`; `table` builds the rich form only when it is wanted.
 
     A stdout that cannot take it (disk full) is one message, not a traceback; a closed pipe
-    (`tfcli ... | head -1`) is left to click, which exits quietly."""
+    (`tfcli ... | head -1`) is left to the CLI's guard, which exits quietly."""
+    _guarded(lambda: _write(result, fmt, table))
+
+
+def emit_text(text: str) -> None:
+    """Write ready-made text (a JSON schema, a YAML spec) to stdout, guarded as emit is."""
+    _guarded(lambda: sys.stdout.write(text))
+
+
+def _guarded(write: Callable[[], object]) -> None:
     try:
-        _write(result, fmt, table)
+        write()
         sys.stdout.flush()  # a full disk shows here, not at exit as an "ignored" exception
     except BrokenPipeError:
         raise

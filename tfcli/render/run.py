@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
 
 from tfcli.analysis.run import RunResult
+from tfcli.render.safe import plain
+from tfcli.render.tables import FitTable
 from tfcli.render.units import human_flops
 
 MAX_SHOWN = 24  # positions shown per sequence before eliding the middle
@@ -19,29 +19,30 @@ def _norm_list(norms: list[float]) -> str:
     return "[" + ", ".join(shown) + "]"
 
 
-def _norms_table(title: str, norms: list[list[float]]) -> Table:
-    table = Table(title=title, title_justify="left", show_header=True)
-    table.add_column("seq", justify="right")
-    table.add_column("positions", justify="right")
+def _norms_table(title: str, norms: list[list[float]]) -> FitTable:
+    table = FitTable(title=title)
+    table.add_column("seq", justify="right", number=True)
+    table.add_column("positions", justify="right", number=True)
     table.add_column("norm per position")
     for b, row in enumerate(norms):
         table.add_row(str(b), str(len(row)), _norm_list(row))
     return table
 
 
-def _top_table(result: RunResult) -> Table:
-    table = Table(title="top-5 next tokens (after the last position)", title_justify="left")
-    table.add_column("seq", justify="right")
+def _top_table(result: RunResult) -> FitTable:
+    table = FitTable(title="top-5 next tokens (after the last position)")
+    table.add_column("seq", justify="right", number=True)
     for rank in range(1, 6):
-        table.add_column(f"#{rank}")
+        table.add_column(f"#{rank}", drop=rank - 1 if rank > 1 else None)  # #5 leaves first
     for b, tops in enumerate(result.top_next or []):
         # 3 significant digits: a random model's probabilities are ~1/vocab, 0.000 at 3 decimals
+        # repr() shows a token's spaces and quotes; FitTable never reads it as markup ("[/INST]")
         table.add_row(str(b), *[f"{t.text!r} ({t.token}) p={t.prob:.3g}" for t in tops])
     return table
 
 
-def _summary(result: RunResult) -> Table:
-    table = Table(show_header=False, title="forward pass", title_justify="left")
+def _summary(result: RunResult) -> FitTable:
+    table = FitTable(show_header=False, title="forward pass")
     table.add_column("what")
     table.add_column("value")
     table.add_row("spec", f"{result.spec_name} ({result.family})")
@@ -68,5 +69,5 @@ def render_run(result: RunResult) -> RenderableType:
                               result.hidden_norms))
     if result.top_next:
         parts.append(_top_table(result))
-    parts += [Text(f"note: {n}", style="dim") for n in result.notes]
+    parts += [plain(f"note: {n}", style="dim") for n in result.notes]
     return Group(*parts)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from tfcli.analysis.trace import Shape, TraceReport, TraceRow
 from tfcli.analysis.trace_check import ExecuteCheck
+from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, human_flops
 
 _DEPTH_NAMES = {1: "per block", 2: "per sublayer", 3: "per op"}
@@ -28,20 +28,22 @@ def _title(report: TraceReport, depth: int) -> str:
             f"{report.dtype}, {_DEPTH_NAMES[depth]}")
 
 
-def _add_row(table: Table, row: TraceRow) -> None:
+def _add_row(table: FitTable, row: TraceRow) -> None:
     table.add_row(
         row.path, row.op, ", ".join(_shape(s) for s in row.inputs), _shape(row.output),
         f"{row.params:,}" if row.params else "", human_flops(row.flops), human_bytes(row.act_bytes),
     )
 
 
-def _table(report: TraceReport, depth: int) -> Table:
-    table = Table(title=_title(report, depth), title_justify="left")
-    for column in ("path", "op", "inputs", "output"):
-        # Paths and output shapes stay on one line; several input shapes may wrap.
-        table.add_column(column, overflow="fold", no_wrap=column != "inputs")
-    for column in ("params", "FLOPs", "act bytes"):
-        table.add_column(column, justify="right", no_wrap=True)
+def _table(report: TraceReport, depth: int) -> FitTable:
+    table = FitTable(title=_title(report, depth))
+    table.add_column("path")
+    table.add_column("op")
+    table.add_column("inputs", drop=4)  # several shapes wrap at ", "; the output is the next's input
+    table.add_column("output", number=True)
+    table.add_column("params", justify="right", number=True, drop=2)
+    table.add_column("FLOPs", justify="right", number=True, drop=1)
+    table.add_column("act bytes", justify="right", number=True, drop=3)
     for row in report.fold(depth):
         _add_row(table, row)
     table.add_section()
@@ -81,9 +83,11 @@ def render_execute_check(check: ExecuteCheck) -> RenderableType:
     """One summary line, plus a table of the mismatches when there are any."""
     if not check.mismatches:
         return _summary(check)
-    table = Table(title="mismatches (analytic vs observed)", title_justify="left")
-    for column in ("kind", "index", "path", "op", "expected", "observed"):
-        table.add_column(column, overflow="fold")
+    table = FitTable(title="mismatches (analytic vs observed)")
+    for column in ("kind", "index", "path", "op"):
+        table.add_column(column, number=column == "index")
+    for column in ("expected", "observed"):
+        table.add_column(column, number=True)
     for m in check.mismatches:
         table.add_row(m.kind, str(m.index), m.path, m.op, _shape(m.expected), _shape(m.observed))
     return Group(_summary(check), table)
