@@ -174,3 +174,60 @@ def test_chunked_cross_entropy_equals_the_direct_formula(monkeypatch, chunk: int
 
 def test_loss_estimate_matches_the_chunk_size() -> None:
     assert memory.LOSS_CHUNK_ELEMENTS == run.LOSS_CHUNK_ELEMENTS
+
+
+# --- depth-sweep -----------------------------------------------------------------------------
+
+
+def _sweep(**kwargs):
+    from tfcli.analysis.depth import DepthSweepOptions
+
+    return DepthSweepOptions(**kwargs)
+
+
+@pytest.mark.parametrize("spec_name, kwargs, match", [
+    (None, {"sublayer": "linear", "depths": (10**8,)}, "--depths must be integers from 1 to 10,000"),
+    (None, {"sublayer": "linear", "overrides": {"d_model": 200_000}, "depths": (1,), "seq_len": 1},
+     "needs about 800.2 GB"),
+    ("gpt2", {"seq_len": 10**6}, "FLOPs"),
+    ("gpt2", {"batch": 10**5}, "FLOPs"),
+    ("gpt2", {"n_directions": 10**6}, "FLOPs"),
+    ("gpt2", {"depths": (10_000,)}, "over the limit of 2e\\+13"),
+])
+def test_depth_sweep_refuses_before_drawing(monkeypatch, spec_name, kwargs, match) -> None:
+    from tfcli.analysis import depth
+
+    monkeypatch.setattr(depth.np.random, "default_rng", lambda *a: pytest.fail("drew"))
+    monkeypatch.setattr(memory, "memory_limit", lambda sources=None: MemoryLimit(20 * GB, "test"))
+    spec = load_spec(spec_name) if spec_name else None
+    with pytest.raises(BadInputError, match=match) as err:
+        depth.check_depth_sweep(spec, _sweep(**kwargs))
+    assert "\n" not in err.value.message
+    with pytest.raises(BadInputError, match=match):  # the library entry point checks too
+        depth.run_depth_sweep(spec, _sweep(**kwargs))
+
+
+def test_depth_sweep_size_counts_streams_and_layers() -> None:
+    from tfcli.analysis.depth_size import sweep_size
+
+    spec = load_spec("gpt2")
+    o = _sweep(depths=(1, 8), variants=("pre", "post"), n_directions=2, seq_len=4, batch=3)
+    size = sweep_size(spec, 768, o)
+    n_seqs = 2 * (1 + 2 * 2) * 3  # variants x streams x batch
+    assert dict(size.memory.parts)["streams"] == 5 * n_seqs * 4 * 768 * 8
+    block = total_parameters(spec.with_layers(2)) - total_parameters(spec.with_layers(1))
+    assert block == 7_087_872  # one GPT-2 block
+    assert size.work >= 8 * 2 * block * n_seqs * 4 + 20 * 8 * block
+    shared = sweep_size(spec, 768, _sweep(depths=(1, 8), variants=("pre", "post"), n_directions=2,
+                                          seq_len=4, batch=3, share_weights=True))
+    assert size.work - shared.work == 20 * 7 * block  # 7 fewer layers drawn
+
+
+def test_default_sweeps_stay_allowed(monkeypatch) -> None:
+    from tfcli.analysis.depth import check_depth_sweep
+
+    monkeypatch.setattr(memory, "memory_limit", lambda sources=None: MemoryLimit(16 * GB, "test"))
+
+    for name in ("gpt2", "llama-2-7b", "t5-small"):
+        check_depth_sweep(load_spec(name), _sweep())  # the README's sweeps must not be refused
+    check_depth_sweep(None, _sweep(sublayer="linear", depths=(10_000,), share_weights=True))

@@ -48,8 +48,11 @@ from tfcli.analysis.depth_stack import (
     spec_builder, start_states, t5_position_bias,
 )
 from tfcli.analysis.depth_result import compose_verdict
+from tfcli.analysis.depth_size import (MAX_DEPTH, MAX_SWEEP_WORK, SWEEP_OPTIONS, SweepSize,
+                                       sweep_size)
+from tfcli.analysis.memory import MemoryLimit, check_fits
 from tfcli.errors import BadInputError, SpecConsistencyError
-from tfcli.spec import Spec
+from tfcli.spec import INIT_STD_RANGE, Spec
 
 __all__ = ["DepthSweepOptions", "DepthSweepResult", "DepthPoint", "VariantSummary",
            "run_depth_sweep", "VARIANTS", "SUBLAYERS", "DTYPES"]
@@ -91,6 +94,7 @@ def run_depth_sweep(
     """
     _check_options(options)
     spec = _apply_overrides(spec, options)
+    check_sweep_size(spec, options)
     setup = _Setup.build(spec, options)
     with np.errstate(all="ignore"):  # overflow and NaN are measured, never raised
         record, input_norm = _sweep(spec, setup, options, progress)
@@ -101,15 +105,32 @@ def run_depth_sweep(
 
 
 def check_depth_sweep(spec: Spec | None, options: DepthSweepOptions) -> None:
-    """Raise what run_depth_sweep would refuse, before any work (and before a progress bar)."""
+    """Raise what run_depth_sweep would refuse, before any work (and before a progress bar):
+    bad options, and a sweep whose memory or work is past the limits (see sweep_size)."""
     _check_options(options)
-    _apply_overrides(spec, options)
+    check_sweep_size(_apply_overrides(spec, options), options)
+
+
+def check_sweep_size(spec: Spec | None, options: DepthSweepOptions,
+                     limit: MemoryLimit | None = None) -> SweepSize:
+    """The sweep's size; BadInputError, one line with the figures, past MAX_SWEEP_WORK or the
+    memory this process may use."""
+    d_model = spec.d_model if spec else _given(options).get("d_model", LINEAR_DEFAULT_D_MODEL)
+    size = sweep_size(spec, d_model, options)
+    if size.work > MAX_SWEEP_WORK:
+        raise BadInputError(
+            f"depth-sweep to depth {max(options.depths):,} would take about {size.work:.2g} "
+            f"FLOPs (and weight draws), over the limit of {MAX_SWEEP_WORK:.0e}; {SWEEP_OPTIONS}")
+    check_fits(size.memory, limit)
+    return size
 
 
 def _check_options(o: DepthSweepOptions) -> None:
     problems = []
-    if not o.depths or any(not isinstance(d, int) or d < 1 for d in o.depths):
-        problems.append(f"--depths must be positive integers (got {list(o.depths)})")
+    if not o.depths or any(not isinstance(d, int) or not 1 <= d <= MAX_DEPTH for d in o.depths):
+        shown = ", ".join(f"{d:,}" if isinstance(d, int) else repr(d)[:20] for d in o.depths[:8])
+        more = ", ..." if len(o.depths) > 8 else ""
+        problems.append(f"--depths must be integers from 1 to {MAX_DEPTH:,} (got {shown}{more})")
     bad_variants = [v for v in o.variants if v not in VARIANTS]
     if not o.variants or bad_variants:
         problems.append(f"--variants must be from {', '.join(VARIANTS)} (got {list(o.variants)})")
@@ -122,6 +143,10 @@ def _check_options(o: DepthSweepOptions) -> None:
             problems.append(f"{name} must be at least 1 (got {value})")
     if o.weight_scale is not None and (o.sublayer != "linear" or not o.weight_scale > 0):
         problems.append("--weight-scale applies to --sublayer linear only and must be > 0")
+    elif o.weight_scale is not None and not INIT_STD_RANGE[0] <= o.weight_scale <= INIT_STD_RANGE[1]:
+        # the same range as a spec's init_std, for the same reason (tfcli.spec.INIT_STD_RANGE)
+        problems.append(f"--weight-scale must lie in [{INIT_STD_RANGE[0]:g}, {INIT_STD_RANGE[1]:g}] "
+                        f"(got {o.weight_scale:g}): beyond, one product leaves float32's range")
     if o.fd_step is not None and not 0 < o.fd_step < 1:
         problems.append(f"--fd-step must be in (0, 1) (got {o.fd_step})")
     if problems:
