@@ -194,6 +194,7 @@ def run_cmd(
     dtype: DtypeOpt = "float32",
     seed: SeedOpt = 0,
     save_npz: Annotated[str | None, typer.Option(help="Write tokens, hidden states and logits to FILE.npz.")] = None,
+    truncate: Annotated[bool, typer.Option("--truncate", help="Cut a --text / --target longer than the model takes (keeps its start) instead of refusing it.")] = False,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """A real forward pass: per-position output norms, logits, top-5 next tokens, loss, timing.
@@ -211,7 +212,8 @@ def run_cmd(
     model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed,
                        estimate=plan)
     inputs = build_inputs(model.spec, text=text, tokens=tokens, target=target, batch=batch,
-                          seq_len=seq_len, seed=seed, weights_dir=model.weights_dir)
+                          seq_len=seq_len, seed=seed, weights_dir=model.weights_dir,
+                          truncate=truncate)
     result, outputs = run_forward(model, inputs, seed=seed)
     if save_npz is not None:
         write_npz(save_npz, inputs, outputs)
@@ -228,6 +230,7 @@ def generate_cmd(
     top_k: Annotated[int | None, typer.Option(min=1, help="Sample among the k most likely.")] = None,
     top_p: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = None,
     stop_token: Annotated[int | None, typer.Option(help="Stop when this id is produced (EOS).")] = None,
+    truncate: Annotated[bool, typer.Option("--truncate", help="Cut a --prompt too long to leave room for the new tokens (keeps its end) instead of refusing it.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute the whole prefix every step.")] = False,
     check_cache: Annotated[bool, typer.Option("--check-cache", help="Run cached and uncached; exit 1 unless equal.")] = False,
     compare: Annotated[bool, typer.Option("--compare", help="Run cached and uncached; report the speed-up.")] = False,
@@ -254,8 +257,10 @@ def generate_cmd(
                    mode=mode)
     model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed,
                        estimate=plan)
-    ids, tokenizer = prompt_tokens(model, prompt, tokens)
-    request = GenerateRequest(ids, max_new_tokens, temperature, top_k, top_p, seed, stop_token)
+    given = prompt_tokens(model, prompt, tokens, max_new_tokens=max_new_tokens, truncate=truncate)
+    tokenizer = given.tokenizer
+    request = GenerateRequest(given.ids, max_new_tokens, temperature, top_k, top_p, seed,
+                              stop_token, given.notes)
     if fmt is OutputFormat.table:
         result = _generate_live(model, request, tokenizer, mode)
     else:
@@ -333,12 +338,9 @@ def _trace_execute(spec: Any, report: Any, seed: int, fmt: OutputFormat) -> None
 
 
 def _int_list(text: str, option: str) -> tuple[int, ...]:
-    from tfcli.errors import BadInputError
+    from tfcli.intlist import parse_int_list  # ASCII digits only: not int()'s '１２' or '1_0'
 
-    try:
-        return tuple(int(part) for part in text.split(","))  # "1,,2" is an error, not 1,2
-    except ValueError:
-        raise BadInputError(f"{option} takes comma-separated integers, got {text!r}") from None
+    return tuple(parse_int_list(text, option))
 
 
 @command("depth-sweep")

@@ -1,23 +1,33 @@
 """Text <-> token ids: UTF-8 bytes by default, or a checkpoint's tokenizer.json via `tokenizers`.
 
 The byte-level tokenizer needs a vocabulary of at least 256 ids and is what lets any spec
-(random weights included) run on text.
+(random weights included) run on text. Texts are always encoded alone: a tokenizer.json's own
+padding and truncation are switched off, because padding without an attention mask changes
+every hidden state and truncation cuts a text silently. Length limits are checked by
+`fit_length`, which refuses or (when asked) cuts and says so.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from tfcli.errors import BadInputError
+from tfcli.intlist import parse_int_list
 
 BYTE_VOCAB = 256
+HF_EXTRA = "pip install 'tfcli[hf]'"  # the extra in pyproject.toml that brings `tokenizers`
+Keep = Literal["start", "end"]  # which end of a too-long text survives --truncate
 
 
 class Tokenizer(Protocol):
     name: str
+    max_length: int | None  # the length the tokenizer declares (tokenizer.json truncation)
 
     def encode(self, text: str) -> list[int]: ...
+
+    def encode_truncated(self, text: str, max_length: int, keep: Keep) -> list[int]: ...
 
     def decode(self, ids: list[int]) -> str: ...
 
@@ -28,12 +38,28 @@ class ByteTokenizer:
     """UTF-8 bytes as token ids 0-255."""
 
     name = "utf-8 bytes"
+    max_length = None
 
     def encode(self, text: str) -> list[int]:
         return list(text.encode("utf-8"))
 
+    def encode_truncated(self, text: str, max_length: int, keep: Keep) -> list[int]:
+        ids = self.encode(text)
+        return ids[:max_length] if keep == "start" else ids[len(ids) - max_length:]
+
     def decode(self, ids: list[int]) -> str:
-        return bytes(i for i in ids if 0 <= i < BYTE_VOCAB).decode("utf-8", errors="replace")
+        """Bytes decoded as UTF-8; an id >= 256 (a random model over a larger vocabulary
+        produces them) is no byte, so it shows as <id> instead of vanishing."""
+        parts: list[str] = []
+        run: list[int] = []
+        for i in ids:
+            if 0 <= i < BYTE_VOCAB:
+                run.append(i)
+                continue
+            parts += [bytes(run).decode("utf-8", errors="replace"), f"<{i}>"]
+            run = []
+        parts.append(bytes(run).decode("utf-8", errors="replace"))
+        return "".join(parts)
 
     def token_text(self, token: int) -> str:
         if 32 <= token < 127:
@@ -52,9 +78,25 @@ class HFTokenizer:
             self._tok = _Tokenizer.from_file(str(path))
         except Exception as exc:  # `tokenizers` raises bare Exception for unreadable or bad JSON
             raise BadInputError(f"{path}: cannot be loaded as a tokenizer ({exc})") from None
+        truncation = self._tok.truncation
+        self.max_length: int | None = truncation["max_length"] if truncation else None
+        # all-MiniLM-L6-v2's tokenizer.json pads every text to 128 (122 [PAD]s for four words)
+        # and truncates at 128: encode each text alone and let fit_length handle the limit.
+        self._tok.no_padding()
+        self._tok.no_truncation()
 
     def encode(self, text: str) -> list[int]:
         return list(self._tok.encode(text).ids)
+
+    def encode_truncated(self, text: str, max_length: int, keep: Keep) -> list[int]:
+        """The tokenizer's own truncation, so special tokens ([CLS] ... [SEP]) survive the cut."""
+        try:
+            self._tok.enable_truncation(max_length, direction="right" if keep == "start" else "left")
+            return list(self._tok.encode(text).ids)
+        except Exception as exc:  # e.g. max_length shorter than the special tokens it adds
+            raise BadInputError(f"cannot cut the text to {max_length} tokens: {exc}") from None
+        finally:
+            self._tok.no_truncation()
 
     def decode(self, ids: list[int]) -> str:
         return str(self._tok.decode(ids))
@@ -76,11 +118,16 @@ def _tokenizers_installed() -> bool:
 
 def get_tokenizer(vocab_size: int, weights_dir: str | None = None,
                   option: str = "--text") -> Tokenizer:
-    """The checkpoint's tokenizer.json when there is one and `tokenizers` is installed, else
-    UTF-8 bytes (which needs vocab_size >= 256). `option` names the text's option in errors."""
+    """The checkpoint's tokenizer.json when there is one, else UTF-8 bytes (which needs
+    vocab_size >= 256). `option` names the text's option in errors. A tokenizer.json without
+    the `tokenizers` package is refused: bytes would give wrong ids for every real model."""
     if weights_dir is not None:
         path = Path(weights_dir) / "tokenizer.json"
-        if path.is_file() and _tokenizers_installed():
+        if path.is_file():
+            if not _tokenizers_installed():
+                raise BadInputError(
+                    f"{option}: {path} needs the `tokenizers` package to turn text into this "
+                    f"model's ids; install it with: {HF_EXTRA} (or pass --tokens)")
             return HFTokenizer(path)
     if vocab_size < BYTE_VOCAB:
         raise BadInputError(
@@ -91,14 +138,55 @@ def get_tokenizer(vocab_size: int, weights_dir: str | None = None,
 
 
 def parse_token_list(text: str, vocab_size: int, option: str = "--tokens") -> list[int]:
-    """'1,2,3' -> [1, 2, 3], each id checked against the vocabulary."""
-    if not text.strip():
-        raise BadInputError(f"{option} is empty")
-    try:
-        ids = [int(part) for part in text.replace(" ", "").split(",")]  # "1,,2": an error
-    except ValueError:
-        raise BadInputError(f"{option} takes comma-separated integers, got {text!r}") from None
+    """'1,2,3' -> [1, 2, 3] (ASCII digits only, see tfcli.intlist), each id checked against
+    the vocabulary."""
+    ids = parse_int_list(text, option)
     bad = [i for i in ids if not 0 <= i < vocab_size]
     if bad:
         raise BadInputError(f"{option}: token id {bad[0]} is outside the vocabulary [0, {vocab_size})")
     return ids
+
+
+def check_text(text: str, option: str) -> str:
+    """Refuse a text that is not valid UTF-8. Undecodable argv bytes arrive as lone surrogates
+    (U+DC80-U+DCFF, Python's surrogateescape), which neither encoder can take."""
+    for position, char in enumerate(text):
+        if "\ud800" <= char <= "\udfff":
+            what = (f"byte 0x{ord(char) - 0xDC00:02X}" if "\udc80" <= char <= "\udcff"
+                    else f"lone surrogate U+{ord(char):04X}")
+            raise BadInputError(f"{option} is not valid UTF-8: {what} at character {position + 1}")
+    return text
+
+
+@dataclass(frozen=True)
+class Encoded:
+    ids: list[int]
+    note: str | None  # set when --truncate cut the text, saying how much
+
+
+def text_limit(tokenizer: Tokenizer, model_limit: int, model_why: str) -> tuple[int, str]:
+    """The most ids a text may have and a phrase saying where that limit comes from: the
+    model's own (`model_why`), or a shorter one that the tokenizer.json declares."""
+    declared = tokenizer.max_length
+    if declared is not None and declared < model_limit:
+        return declared, f"the tokenizer.json truncates at {declared:,}; {model_why}"
+    return model_limit, model_why
+
+
+def fit_length(tokenizer: Tokenizer, text: str, option: str, model_limit: int, *,
+               truncate: bool, keep: Keep = "start", model_why: str | None = None) -> Encoded:
+    """Encode `text` alone; longer than the limit is refused, naming both lengths, unless
+    `truncate`, which cuts it (keeping its start or its end) and returns a note saying so."""
+    ids = tokenizer.encode(check_text(text, option))
+    limit, why = text_limit(tokenizer, model_limit,
+                            model_why or f"the model takes at most {model_limit:,}")
+    if len(ids) <= limit:
+        return Encoded(ids, None)
+    if not truncate or limit < 1:
+        raise BadInputError(f"{option} is {len(ids):,} tokens, longer than {limit:,}: {why}; "
+                            + (f"shorten it or pass --truncate to cut it to {limit:,}"
+                               if limit >= 1 else "nothing of it fits"))
+    cut = tokenizer.encode_truncated(text, limit, keep)
+    side = "first" if keep == "start" else "last"
+    return Encoded(cut, f"{option} was cut from {len(ids):,} to {len(cut):,} tokens by --truncate, "
+                        f"keeping the {side} ones: {why}")

@@ -16,7 +16,8 @@ from tfcli.analysis.params import kv_cache_bytes
 from tfcli.engine.generate import generate
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
-from tfcli.tokenizer import Tokenizer, get_tokenizer, parse_token_list
+from tfcli.tokenizer import (BYTE_VOCAB, ByteTokenizer, Tokenizer, fit_length, get_tokenizer,
+                             parse_token_list)
 
 Array = np.ndarray
 CACHE_TOLERANCE = {"float32": 1e-4, "float64": 1e-9}  # max |logit difference| cached vs not
@@ -31,6 +32,7 @@ class GenerateRequest:
     top_p: float | None = None
     seed: int = 0
     stop_token: int | None = None
+    notes: tuple[str, ...] = ()  # about the prompt (e.g. what --truncate cut), shown with the result
 
 
 @dataclass(frozen=True)
@@ -118,19 +120,41 @@ class GenerateResult:
         return ["step", "token"], [[i, t] for i, t in enumerate(self.new_tokens)]
 
 
-def prompt_tokens(model: Model, prompt: str | None, tokens: str | None) -> tuple[list[int], Tokenizer | None]:
-    """Prompt ids from --prompt (tokenised) or --tokens; exactly one must be given."""
+@dataclass(frozen=True)
+class Prompt:
+    ids: list[int]
+    tokenizer: Tokenizer | None  # None: --tokens on a spec no tokenizer fits
+    notes: tuple[str, ...] = ()
+
+
+def prompt_tokens(model: Model, prompt: str | None, tokens: str | None, *,
+                  max_new_tokens: int = 0, truncate: bool = False) -> Prompt:
+    """Prompt ids from --prompt (tokenised alone) or --tokens; exactly one must be given. A
+    --prompt that leaves no room for max_new_tokens is refused, or with `truncate` cut to its
+    last tokens (an encoder-decoder's source: its first, as `tfcli run` does)."""
     if (prompt is None) == (tokens is None):
         raise BadInputError("give exactly one of --prompt or --tokens")
+    if truncate and prompt is None:
+        raise BadInputError("--truncate cuts --prompt; it does not apply to --tokens")
     if tokens is not None:
-        ids = parse_token_list(tokens, model.spec.vocab_size)
-        tokenizer = _optional_tokenizer(model)
-        return ids, tokenizer
-    tokenizer = get_tokenizer(model.spec.vocab_size, model.weights_dir, "--prompt")
-    ids = tokenizer.encode(prompt or "")
-    if not ids:
+        return Prompt(parse_token_list(tokens, model.spec.vocab_size), _optional_tokenizer(model))
+    spec = model.spec
+    tokenizer = get_tokenizer(spec.vocab_size, model.weights_dir, "--prompt")
+    if spec.family == "encoder-decoder":
+        encoded = fit_length(tokenizer, prompt or "", "--prompt", spec.max_seq_len,
+                             truncate=truncate,
+                             model_why=f"max_seq_len of {spec.name} is {spec.max_seq_len:,}")
+    else:
+        room = spec.max_seq_len - max_new_tokens
+        if room < 1:
+            raise BadInputError(f"--max-new-tokens {max_new_tokens:,} leaves no room for a prompt "
+                                f"in max_seq_len {spec.max_seq_len:,} of {spec.name}")
+        encoded = fit_length(tokenizer, prompt or "", "--prompt", room, truncate=truncate,
+                             keep="end", model_why=f"max_seq_len {spec.max_seq_len:,} of {spec.name} "
+                             f"less {max_new_tokens:,} new tokens leaves {room:,}")
+    if not encoded.ids:
         raise BadInputError("--prompt is empty: nothing to continue")
-    return ids, tokenizer
+    return Prompt(encoded.ids, tokenizer, (encoded.note,) if encoded.note else ())
 
 
 def generate_plan(spec: Spec, dtype: type, *, prompt: str | None, tokens: str | None,
@@ -207,12 +231,23 @@ def generate_text(model: Model, request: GenerateRequest, tokenizer: Tokenizer |
     return GenerateResult(
         spec.name, model.origin, model.dtype, request.prompt_tokens, new,
         None if prompt_text is None else prompt_text + (new_text or ""), new_text,
-        cached, uncached, formula, check, _notes(request),
+        cached, uncached, formula, check, _notes(request) + _byte_notes(tokenizer, new),
     )
 
 
 def _notes(request: GenerateRequest) -> list[str]:
+    notes = list(request.notes)
     if request.temperature == 0 and (request.top_k or request.top_p is not None):
-        return ["--top-k / --top-p only shape sampling; with --temperature 0 (greedy) they have "
-                "no effect"]
-    return []
+        notes.append("--top-k / --top-p only shape sampling; with --temperature 0 (greedy) they "
+                     "have no effect")
+    return notes
+
+
+def _byte_notes(tokenizer: Tokenizer | None, new: list[int]) -> list[str]:
+    """Why the text shows <id>s: the byte tokenizer has 256 ids, a spec's vocabulary more."""
+    outside = sum(1 for t in new if t >= BYTE_VOCAB)
+    if not isinstance(tokenizer, ByteTokenizer) or outside == 0:
+        return []
+    return [f"{outside} of {len(new)} new ids are >= {BYTE_VOCAB}: no UTF-8 byte, so the text "
+            f"shows them as <id> (the byte tokenizer covers ids 0-255; a model with random "
+            f"weights spreads over its whole vocabulary)"]

@@ -16,7 +16,7 @@ from tfcli.analysis.model_source import Model
 from tfcli.engine.model import ForwardOutput, forward
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
-from tfcli.tokenizer import Tokenizer, get_tokenizer, parse_token_list
+from tfcli.tokenizer import Tokenizer, fit_length, get_tokenizer, parse_token_list
 
 Array = np.ndarray
 MLM_FRACTION = 0.15  # BERT's masking rate
@@ -30,6 +30,7 @@ class RunInputs:
     decoder_tokens: Array | None  # (B, T') encoder-decoder target ids
     kind: str  # "text", "tokens" or "random"
     tokenizer: Tokenizer | None
+    notes: tuple[str, ...] = ()  # e.g. what --truncate cut
 
 
 @dataclass(frozen=True)
@@ -84,21 +85,28 @@ class RunResult:
 
 
 def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: str | None,
-                 batch: int, seq_len: int | None, seed: int, weights_dir: str | None) -> RunInputs:
-    """Token ids from --text, --tokens, or seeded random ids (--batch x --seq-len)."""
+                 batch: int, seq_len: int | None, seed: int, weights_dir: str | None,
+                 truncate: bool = False) -> RunInputs:
+    """Token ids from --text, --tokens, or seeded random ids (--batch x --seq-len). Each text
+    is encoded alone (one sequence, no padding, so no mask is needed); a text longer than the
+    model takes is refused unless `truncate`, which cuts it and adds a note."""
     if text is not None and tokens is not None:
         raise BadInputError("give either --text or --tokens, not both")
+    if truncate and text is None and target is None:
+        raise BadInputError("--truncate cuts --text or --target; it does not apply to --tokens "
+                            "or random input")
     if target is not None and spec.family != "encoder-decoder":
         raise BadInputError("--target is only for encoder-decoder specs (it is the decoder input)")
     if (text is not None or tokens is not None) and (batch != 1 or seq_len is not None):
         raise BadInputError("--batch and --seq-len shape random input; they do not apply to "
                             "--text or --tokens")
-    tokenizer = None
+    tokenizer: Tokenizer | None = None
     if text is not None or target is not None:
         tokenizer = get_tokenizer(spec.vocab_size, weights_dir,
                                   "--text" if text is not None else "--target")
-    if text is not None:
-        ids, kind = _encode(tokenizer, text, "--text"), "text"
+    notes: list[str] = []
+    if text is not None and tokenizer is not None:
+        ids, kind = _encode(spec, tokenizer, text, "--text", truncate, notes), "text"
     elif tokens is not None:
         ids, kind = parse_token_list(tokens, spec.vocab_size), "tokens"
     else:
@@ -108,11 +116,11 @@ def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: st
         return RunInputs(rng.integers(0, spec.vocab_size, (batch, length)),
                          _random_target(spec, rng, batch, length), "random", None)
     decoder = None
-    if target is not None:
-        decoder = np.array([_encode(tokenizer, target, "--target")])  # (1, T)
+    if target is not None and tokenizer is not None:
+        decoder = np.array([_encode(spec, tokenizer, target, "--target", truncate, notes)])  # (1, T)
     elif spec.family == "encoder-decoder":  # the decoder starts from token 0 alone, as T5's
         decoder = np.full((1, 1), DECODER_START, dtype=np.int64)
-    return RunInputs(np.array([ids]), decoder, kind, tokenizer)
+    return RunInputs(np.array([ids]), decoder, kind, tokenizer, tuple(notes))
 
 
 def _check_random_length(spec: Spec, length: int) -> None:
@@ -143,11 +151,16 @@ def run_plan(spec: Spec, dtype: type, *, text: str | None, tokens: str | None,
     return run_estimate(spec, dtype, work)
 
 
-def _encode(tokenizer: Tokenizer | None, text: str, option: str) -> list[int]:
-    ids = tokenizer.encode(text) if tokenizer else []
-    if not ids:
+def _encode(spec: Spec, tokenizer: Tokenizer, text: str, option: str, truncate: bool,
+            notes: list[str]) -> list[int]:
+    """One text's ids within max_seq_len; a --truncate cut is recorded in `notes`."""
+    encoded = fit_length(tokenizer, text, option, spec.max_seq_len, truncate=truncate,
+                         model_why=f"max_seq_len of {spec.name} is {spec.max_seq_len:,}")
+    if not encoded.ids:
         raise BadInputError(f"{option} is empty: nothing to run")
-    return ids
+    if encoded.note:
+        notes.append(encoded.note)
+    return encoded.ids
 
 
 def _random_target(spec: Spec, rng: np.random.Generator, batch: int, length: int) -> Array | None:
@@ -263,6 +276,7 @@ def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0) -> tuple[RunR
             "min": float(logits.min()), "max": float(logits.max())},
         top_next=None if logits is None or spec.family == "encoder" else _top_next(logits, inputs.tokenizer),
         loss=loss, loss_kind=loss_kind, seconds=seconds, flops=_flops(spec, inputs),
+        notes=list(inputs.notes),
     )
     return result, out
 
