@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +13,7 @@ from tfcli.analysis.memory import MemoryEstimate, Workload, run_estimate
 from tfcli.analysis.model_source import Model
 from tfcli.engine.model import ForwardOutput, forward
 from tfcli.errors import BadInputError
+from tfcli.files import check_output_file, write_atomically
 from tfcli.spec import Spec
 from tfcli.tokenizer import Tokenizer, fit_length, get_tokenizer, parse_token_list
 
@@ -282,42 +281,16 @@ def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0) -> tuple[RunR
 
 
 def check_npz_path(path: str) -> Path:
-    """The --save-npz target, refused before any work when it cannot be written."""
-    target = Path(path)
-    if not path.strip():
-        raise BadInputError("--save-npz needs a file name")
-    if target.is_dir():
-        raise BadInputError(f"--save-npz: {path} is a folder; give a file name")
-    if not target.parent.is_dir():
-        raise BadInputError(f"--save-npz: folder {target.parent} does not exist")
-    if not os.access(target.parent, os.W_OK):
-        raise BadInputError(f"--save-npz: folder {target.parent} is not writable")
-    return target
-
-
-def _umask() -> int:
-    mask = os.umask(0)  # the only way to read it is to set it; put it straight back
-    os.umask(mask)
-    return mask
+    """The --save-npz target, refused before any work unless it is a new path or a regular file
+    in a writable folder (never a symlink, FIFO or device, which the rename would replace)."""
+    return check_output_file(path, "--save-npz")
 
 
 def save_npz(path: str, inputs: RunInputs, out: ForwardOutput) -> None:
-    """Write the outputs atomically: a temp file in the same folder, then a rename; a failed
-    write (disk full, permissions) leaves nothing behind and is reported as bad input."""
+    """Write the outputs atomically (a temp file in the same folder, then a rename); a failed
+    write (disk full) leaves nothing behind and is reported as bad input."""
     arrays = {"tokens": inputs.tokens, "hidden": out.hidden}
     optional = {"decoder_tokens": inputs.decoder_tokens, "logits": out.logits,
                 "encoder_hidden": out.encoder_hidden, "pooled": out.pooled}
     arrays |= {k: v for k, v in optional.items() if v is not None}
-    target = check_npz_path(path)
-    tmp: str | None = None
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".npz.tmp")
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **arrays)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; a plain file would not be
-        os.replace(tmp, target)
-    except OSError as exc:
-        raise BadInputError(f"--save-npz: cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)  # gone already after a successful rename
+    write_atomically(path, "--save-npz", lambda handle: np.savez(handle, **arrays))
