@@ -9,17 +9,20 @@ the spec's description so they travel into `tfcli import-config` output.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from tfcli.checkpoints.fields import Config, ConfigFields, shown
-from tfcli.checkpoints.heads import ARCHITECTURE_TYPES, REFUSED, Architecture, body_only_label, classes_for
+from tfcli.checkpoints.fields import Config, ConfigFields, int_literal, shown
+from tfcli.checkpoints.heads import ARCHITECTURE_TYPES, ARCHITECTURES, REFUSED, Architecture, body_only_label, classes_for
 from tfcli.errors import BadInputError, SpecConsistencyError
 from tfcli.spec import Spec
 
 CONFIG_FILE = "config.json"
+MAX_CONFIG_BYTES = 16 * 2**20  # the largest real config.json files are tens of KiB
 
 # Defaults of the transformers 5 config classes (GPT2Config(), BertConfig(), ...), for the keys
 # we read. Sizes default too, exactly as transformers would load a config that omits them.
@@ -73,7 +76,7 @@ def unsupported(c: ConfigFields, message: str) -> BadInputError:
 
 def _activation(c: ConfigFields, value: str, key: str) -> str:
     if value not in ACTIVATION_NAMES:
-        raise unsupported(c, f"{key} '{value}' is not supported "
+        raise unsupported(c, f"{key} {shown(value)} is not supported "
                              f"(supported: {', '.join(sorted(ACTIVATION_NAMES))})")
     return ACTIVATION_NAMES[value]
 
@@ -117,7 +120,7 @@ def _bert(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     _require_false(c, "is_decoder", "add_cross_attention")
     positions = c.text("position_embedding_type")
     if positions != "absolute":
-        raise unsupported(c, f"position_embedding_type '{positions}' is not supported "
+        raise unsupported(c, f"position_embedding_type {shown(positions)} is not supported "
                              "(only 'absolute')")
     fields = {
         "family": "encoder", "vocab_size": c.integer("vocab_size"),
@@ -143,7 +146,7 @@ def _rope_theta(c: ConfigFields) -> float:
     params, scaling = c.section("rope_parameters"), c.section("rope_scaling")
     kind = _rope_kind(params, scaling)
     if kind != "default":
-        raise unsupported(c, f"RoPE scaling '{kind}' is not supported (only plain RoPE)")
+        raise unsupported(c, f"RoPE scaling {shown(kind)} is not supported (only plain RoPE)")
     # the nested value wins, as in transformers 5; the top-level key is the older spelling
     partial = params if params.has("partial_rotary_factor") else c
     if partial.number("partial_rotary_factor", default=1.0, positive=False) != 1.0:
@@ -154,7 +157,7 @@ def _rope_theta(c: ConfigFields) -> float:
 def _llama(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     act = c.text("hidden_act")
     if act not in ("silu", "swish"):
-        raise unsupported(c, f"hidden_act '{act}' is not supported (only silu)")
+        raise unsupported(c, f"hidden_act {shown(act)} is not supported (only silu)")
     d_model, n_heads = c.integer("hidden_size"), c.integer("num_attention_heads")
     fields: Config = {
         "family": "decoder", "vocab_size": c.integer("vocab_size"),
@@ -183,14 +186,14 @@ def _t5_activation(c: ConfigFields) -> tuple[str, list[str]]:
     proj = c.text("feed_forward_proj")
     gated, _, act = proj.rpartition("-")
     if gated not in ("", "gated"):
-        raise unsupported(c, f"feed_forward_proj '{proj}' is not a valid T5 activation")
+        raise unsupported(c, f"feed_forward_proj {shown(proj)} is not a valid T5 activation")
     if not gated:
         return _activation(c, act, "feed_forward_proj"), []
     if act == "gelu":  # HF runs 'gated-gelu' with gelu_new, the tanh approximation
         return "geglu_tanh", []
     if act in ("silu", "swish"):
         return "swiglu", []
-    raise unsupported(c, f"feed_forward_proj '{proj}' is not supported "
+    raise unsupported(c, f"feed_forward_proj {shown(proj)} is not supported "
                          "(supported: relu, gelu, gated-gelu, gated-silu)")
 
 
@@ -231,8 +234,8 @@ def model_type(config: Config, file: str = CONFIG_FILE) -> str:
     architecture = _architecture(c)
     kind = c.optional_text("model_type") or ARCHITECTURE_TYPES.get(architecture, "")
     if kind not in FAMILIES:
-        shown = f"model_type '{kind}'" if kind else f"architectures {c.names('architectures')}"
-        raise BadInputError(f"{file}: {shown} is not supported "
+        what = f"model_type {shown(kind)}" if kind else f"architectures {shown(c.names('architectures'))}"
+        raise BadInputError(f"{file}: {what} is not supported "
                             f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})")
     return kind
 
@@ -247,7 +250,17 @@ def architecture(c: ConfigFields, kind: str) -> Architecture:
         return classes[name]
     reason = REFUSED.get(name, "a model class tfcli does not build")
     raise BadInputError(f"{c.file}: architectures {shown(name)} is not supported: {reason} "
-                        f"(supported for model_type '{kind}': {', '.join(classes)})")
+                        f"(supported for model_type '{kind}': {', '.join(ARCHITECTURES[kind])})")
+
+
+def _spec_name(name_or_path: str | None, source: str, kind: str) -> str:
+    """The spec's name: the last part of `_name_or_path` when it is a plain short name (it is
+    shown in every table), else of `source`, else the family."""
+    for candidate in (name_or_path, source):
+        name = Path(candidate or "").name
+        if name and len(name) <= 100 and name.isprintable():
+            return name
+    return kind
 
 
 def spec_from_config(config: Config, source: str, *, file: str = CONFIG_FILE) -> Spec:
@@ -259,7 +272,7 @@ def spec_from_config(config: Config, source: str, *, file: str = CONFIG_FILE) ->
     c = ConfigFields(DEFAULTS[kind] | config | {"model_type": kind}, file)
     arch = architecture(c, kind)
     fields, notes = FAMILIES[kind](c, arch)
-    name = Path(c.optional_text("_name_or_path") or source).name or kind
+    name = _spec_name(c.optional_text("_name_or_path"), source, kind)
     arch_name = _architecture(c) or kind
     body_only = body_only_label(arch_name, arch)
     if body_only:
@@ -281,18 +294,67 @@ def config_file(path: str | Path) -> Path:
     return path / CONFIG_FILE if path.is_dir() else path
 
 
-def read_config(path: str | Path) -> Config:
-    """The parsed config.json of a model directory (or the file itself)."""
-    file = config_file(path)
-    if not file.is_file():
-        raise BadInputError(f"{path}: no config.json (expected a Hugging Face model directory)")
+class _DuplicateKey(ValueError):
+    """A key given twice in one JSON object: json.loads would keep the last one silently."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    result: dict[str, object] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(f"key {shown(key)} appears twice in one object")
+        result[key] = value
+    return result
+
+
+def read_bounded(file: Path, limit: int) -> bytes:
+    """At most `limit` bytes of a regular file; a FIFO, device or directory is refused before
+    anything is read (/dev/zero never ends, a FIFO may never answer). O_NONBLOCK keeps open()
+    itself from waiting on a FIFO; fstat checks the file actually opened."""
     try:
-        config = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise BadInputError(f"{file}: cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BadInputError(f"{file}: not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(limit + 1)
+        except OSError as exc:
+            raise BadInputError(f"{file}: cannot be read ({exc.strerror})") from None
+    if len(data) > limit:
+        raise BadInputError(f"{file}: larger than {limit // 2**20} MiB, too large for a config file")
+    return data
+
+
+def parse_json(data: bytes, file: str | Path) -> object:
+    """Strict JSON: UTF-8, no duplicate keys, integer literals kept bounded (fields.int_literal)."""
+    try:
+        return json.loads(data.decode("utf-8-sig"), object_pairs_hook=_unique_keys,
+                          parse_int=int_literal)
+    except UnicodeDecodeError as exc:
+        raise BadInputError(f"{file}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise BadInputError(f"{file}: cannot be read as JSON: nested too deeply") from None
+    except ValueError as exc:  # json.JSONDecodeError and _DuplicateKey
         raise BadInputError(f"{file}: cannot be read as JSON: {exc}") from None
+
+
+def config_from_bytes(data: bytes, file: str | Path) -> Config:
+    """The JSON object a config file's bytes hold, or a BadInputError naming `file`."""
+    config = parse_json(data, file)
     if not isinstance(config, dict):
         raise BadInputError(f"{file}: must hold a JSON object, got {type(config).__name__}")
     return config
+
+
+def read_config(path: str | Path) -> Config:
+    """The parsed config.json of a model directory (or the file itself)."""
+    file = config_file(path)
+    if not file.exists():
+        raise BadInputError(f"{path}: no config.json (expected a Hugging Face model directory)")
+    return config_from_bytes(read_bounded(file, MAX_CONFIG_BYTES), file)
 
 
 def spec_from_config_dir(path: str | Path) -> Spec:

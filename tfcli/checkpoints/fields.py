@@ -8,6 +8,7 @@ message in a fixed style, e.g. "m/config.json: field 'hidden_size': expected an 
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -16,6 +17,10 @@ from tfcli.errors import BadInputError
 Config = dict[str, Any]
 MAX_SHOWN = 60  # characters of a bad value quoted in a message
 BOUNDS = {0: "must not be negative", 1: "must be positive"}  # integer() minimums, in words
+# No size of a real model comes near int32's limit; a larger one (10**30 layers) would only
+# reach code that loops or allocates over it.
+MAX_SIZE = 2**31 - 1
+MAX_INT_DIGITS = 20  # longer JSON integer literals are kept as HugeInt, not converted
 
 
 class _Absent:
@@ -25,9 +30,38 @@ class _Absent:
 ABSENT = _Absent()
 
 
+class HugeInt:
+    """A JSON integer literal of more than MAX_INT_DIGITS digits, kept by its length: int() of
+    4,300+ digits raises inside json, and no field can hold such a value anyway."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"an integer of {self.digits:,} digits"
+
+
+def int_literal(text: str) -> int | HugeInt:
+    """json.loads' parse_int: an int, or a HugeInt that a field read then refuses by name."""
+    digits = len(text.lstrip("-"))
+    return int(text) if digits <= MAX_INT_DIGITS else HugeInt(digits)
+
+
+def _bounded_repr() -> reprlib.Repr:
+    # reprlib does bounded work on any value (a list of a million items, 900 levels deep),
+    # and repr() escapes control characters, so ESC or BEL in a value never reaches a terminal
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxset = 2, 6, 6, 6, 6
+    r.maxstring = r.maxother = r.maxlong = MAX_SHOWN
+    return r
+
+
+_REPR = _bounded_repr()
+
+
 def shown(value: object) -> str:
     """A bad value as quoted in a message, cut short so a huge list cannot flood the terminal."""
-    text = repr(value)
+    text = _REPR.repr(value)
     return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 3] + "..."
 
 
@@ -57,7 +91,7 @@ class ConfigFields:
         return value
 
     def integer(self, key: str, *, minimum: int = 1) -> int:
-        """An integer >= `minimum` (sizes and counts: 1 unless zero means 'none')."""
+        """An integer in [`minimum`, MAX_SIZE] (sizes and counts: 1 unless zero means 'none')."""
         return self._checked_integer(key, self._get(key), minimum)
 
     def optional_integer(self, key: str, *, minimum: int = 1) -> int | None:
@@ -66,16 +100,20 @@ class ConfigFields:
         return None if value is None else self._checked_integer(key, value, minimum)
 
     def _checked_integer(self, key: str, value: object, minimum: int) -> int:
+        if isinstance(value, HugeInt) or (_is_integer(value) and value > MAX_SIZE):
+            raise self.error(key, f"is too large ({shown(value)}; at most {MAX_SIZE:,})")
         if not _is_integer(value):
             raise self.error(key, f"expected an integer, got {shown(value)}")
         if value < minimum:
             wanted = BOUNDS.get(minimum, f"must be at least {minimum}")
-            raise self.error(key, f"{wanted}, got {value}")
+            raise self.error(key, f"{wanted}, got {shown(value)}")
         return value
 
     def number(self, key: str, *, default: object = ABSENT, positive: bool = True) -> float:
         """A finite float (an integer is accepted); positive unless told otherwise."""
         value = self._get(key, default)
+        if isinstance(value, HugeInt):
+            raise self.error(key, f"expected a finite number, got {shown(value)}")
         if not (_is_integer(value) or isinstance(value, float)):
             raise self.error(key, f"expected a number, got {shown(value)}")
         try:
