@@ -6,9 +6,6 @@ inside the commands that need them, so `tfcli --help` and `tfcli params` start f
 from __future__ import annotations
 
 import functools
-import os
-import sys
-import traceback
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -16,7 +13,8 @@ import typer
 
 from tfcli import __version__
 from tfcli.errors import EXIT_BAD_INPUT, TfcliError
-from tfcli.render.output import OutputFormat, emit, stderr_console, with_progress
+from tfcli.guard import GuardedGroup, report_error
+from tfcli.render.output import OutputFormat, emit, emit_text, stderr_console, with_progress
 
 app = typer.Typer(
     name="tfcli",
@@ -26,6 +24,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
+    cls=GuardedGroup,  # one line per error, whatever fails (option errors, full disks, bugs)
 )
 
 # Options shared by every command, defined once.
@@ -54,17 +53,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def handle_errors(func: F) -> F:
     """Turn a TfcliError into one message on stderr and its exit code; no traceback unless
-    TFCLI_DEBUG=1. Unexpected exceptions are bugs: they keep their traceback."""
+    TFCLI_DEBUG=1. Anything else reaches the guard (tfcli.guard), which says it in one line."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
         except TfcliError as exc:
-            if os.environ.get("TFCLI_DEBUG") == "1":
-                traceback.print_exc()
-            sys.stderr.write(f"tfcli: error: {exc.message}\n")
-            raise typer.Exit(exc.exit_code) from None
+            raise typer.Exit(report_error(exc)) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -165,7 +161,7 @@ def schema_cmd() -> None:
 
     from tfcli.spec import spec_json_schema
 
-    sys.stdout.write(json.dumps(spec_json_schema(), indent=2) + "\n")
+    emit_text(json.dumps(spec_json_schema(), indent=2) + "\n")
 
 
 @command("import-config")
@@ -178,7 +174,7 @@ def import_config_cmd(
     """
     from tfcli.checkpoints import spec_from_config_dir, spec_to_yaml
 
-    sys.stdout.write(spec_to_yaml(spec_from_config_dir(directory), source=directory))
+    emit_text(spec_to_yaml(spec_from_config_dir(directory), source=directory))
 
 
 @command("run")

@@ -12,6 +12,9 @@ EXIT_OK = 0
 EXIT_CHECK_FAILED = 1  # the tool ran, but a check it was asked to make failed
 EXIT_BAD_INPUT = 2  # the user's input (spec, option, file) is wrong
 EXIT_OUTPUT_FAILED = 74  # the result could not be written (sysexits.h EX_IOERR: disk full)
+EXIT_INTERNAL = 70  # a bug in tfcli (sysexits.h EX_SOFTWARE): an exception no check expected
+EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as a shell reports it
+EXIT_BROKEN_PIPE = 141  # the reader left (`| head -1`): 128 + SIGPIPE, as for any writer killed by it
 
 
 class TfcliError(Exception):

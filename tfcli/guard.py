@@ -1,0 +1,305 @@
+"""The command line's last line of defence: whatever happens, at most one line on stderr and an
+exit code - never a traceback, never click's five-line usage box, never "Exception ignored".
+
+`GuardedGroup` is the click group of the Typer app; its `main` runs click in non-standalone mode
+and maps every outcome (so `tfcli ...`, `python -m tfcli` and CliRunner tests all get it):
+
+    option error (click's UsageError)        one line naming the option, did-you-mean      2
+    TfcliError                               its message                                   its code
+    stdout cannot take the output            "cannot write the output: ...", any buffering 74
+    stdout's reader left (`| head -1`)       nothing                                       141
+    MemoryError / RecursionError             the input is too big / nested too deeply      2
+    Ctrl-C                                   nothing                                       130
+    anything else                            "internal error (a bug ...)"                  70
+
+A failed write leaves its bytes in Python's buffer, and the interpreter flushes stdout again at
+exit, printing "Exception ignored ... Errno 28" and exiting 120. So once a standard stream has
+failed, /dev/null is put under its file descriptor: that last flush then succeeds, silently.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+import typer
+from typer.core import TyperGroup
+
+from tfcli.errors import (
+    EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OUTPUT_FAILED,
+    TfcliError,
+)
+
+MAX_MESSAGE_CHARS = 4000  # an error line longer than this is cut, saying how much was left out
+MAX_DETAIL_CHARS = 200  # of an unexpected exception's text
+MAX_SHOWN_VALUE = 60  # of an option value echoed in a message
+PREFIX = "tfcli: error: "
+
+
+class GuardedGroup(TyperGroup):
+    """The app's click group; every run goes through `run_guarded`."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True,
+             **extra: Any) -> Any:
+        argv = list(sys.argv[1:] if args is None else args)
+        code = run_guarded(lambda: super(GuardedGroup, self).main(
+            argv, prog_name, complete_var, standalone_mode=False, **extra), self, argv)
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+# --- the standard streams -----------------------------------------------------------------------
+
+
+class WatchedStream:
+    """A standard stream that remembers the first write or flush that failed (rich, csv, click
+    and print all write through sys.stdout, so this sees every one of them)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.failure: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as exc:
+            self.failure = self.failure or exc
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            self.failure = self.failure or exc
+            raise
+
+    def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer, ...
+        return getattr(self.stream, name)
+
+
+class ClosedStream(io.TextIOBase):
+    """Stands in for a stdout that was closed at start (`tfcli specs >&-`, where Python sets
+    sys.stdout to None and click would print nothing and exit 0): every write fails."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "standard output is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _occupy_closed_fds() -> None:
+    """Put /dev/null on a closed fd 0-2, so no file tfcli opens later lands on fd 1 or 2 and
+    gets our output or messages written into it."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            spare = os.open(os.devnull, os.O_RDWR)
+            if spare != fd:
+                os.dup2(spare, fd)
+                os.close(spare)
+
+
+def _watch_std_streams() -> tuple[WatchedStream, WatchedStream]:
+    if sys.stdout is None or sys.stderr is None:
+        _occupy_closed_fds()
+    if sys.stdout is None:
+        sys.stdout = ClosedStream()
+    if sys.stderr is None:  # messages have nowhere to go; the exit code still tells
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives to exit)
+    out, err = WatchedStream(sys.stdout), WatchedStream(sys.stderr)
+    sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
+    return out, err
+
+
+def _silence(stream: Any, fd: int) -> None:
+    """/dev/null under `fd` when `stream` writes to it (not a CliRunner's in-memory stream)."""
+    try:
+        if stream.fileno() != fd:
+            return
+    except (OSError, ValueError, AttributeError):
+        return
+    spare = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(spare, fd)
+    os.close(spare)
+
+
+def say(line: str) -> None:
+    """One line on stderr; a stderr that cannot take it (full, closed) is silenced instead."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # ValueError: the stream was closed under us
+        _silence(sys.stderr, 2)
+
+
+# --- messages ---------------------------------------------------------------------------------
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def error_text(message: str) -> str:
+    """`message` safe for a terminal: control bytes (ESC, BEL, \\r, bidi overrides, undecodable
+    bytes) shown as escapes, the line breaks between a SpecError's problems kept, and the whole
+    cut at MAX_MESSAGE_CHARS."""
+    if len(message) > MAX_MESSAGE_CHARS:
+        left = len(message) - MAX_MESSAGE_CHARS
+        message = f"{message[:MAX_MESSAGE_CHARS]}… ({left:,} more characters)"
+    return "\n".join("".join(c if c.isprintable() else _escape(c) for c in line)
+                     for line in message.split("\n"))
+
+
+def report_error(exc: TfcliError) -> int:
+    """Say a TfcliError (with its traceback under TFCLI_DEBUG=1); its exit code."""
+    _debug_traceback(exc)
+    say(PREFIX + error_text(exc.message))
+    return exc.exit_code
+
+
+def _debug_traceback(exc: BaseException) -> None:
+    if os.environ.get("TFCLI_DEBUG") == "1":
+        try:
+            traceback.print_exception(exc, file=sys.stderr)
+        except (OSError, ValueError):
+            _silence(sys.stderr, 2)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def usage_message(exc: typer.TyperException, group: TyperGroup, argv: list[str]) -> str:
+    """click's usage error as one line: the option first, the value given, a did-you-mean, and
+    where to look (`tfcli run --help`)."""
+    message = _cut(" ".join(exc.format_message().split()), MAX_MESSAGE_CHARS)
+    param = getattr(exc, "param", None)
+    opts = [opt for opt in getattr(param, "opts", ()) if opt.startswith("-")]
+    if opts and getattr(exc, "message", None):
+        detail = " ".join(exc.message.split()).removeprefix("Value error, ")
+        message = f"{max(opts, key=len)}: {detail[:1].lower()}{detail[1:]}"
+        given = _given_value(argv, opts)
+        if given is not None and repr(given) not in message:
+            message += f" (got {_cut(repr(given), MAX_SHOWN_VALUE)})"
+    possibilities = getattr(exc, "possibilities", None)
+    if possibilities:
+        message = f"{exc.message}; did you mean {' or '.join(sorted(possibilities))}?"
+    message = message.rstrip(".")
+    message = message[:1].lower() + message[1:] if message[1:2].islower() else message
+    return f"{message} (see {_command_path(exc, group, argv)} --help)"
+
+
+def _given_value(argv: list[str], opts: list[str]) -> str | None:
+    """The value typed for an option (`--batch x` or `--batch=x`; the last one wins, as in click)."""
+    given = None
+    for i, arg in enumerate(argv):
+        for opt in opts:
+            if arg == opt and i + 1 < len(argv):
+                given = argv[i + 1]
+            elif arg.startswith(opt + "="):
+                given = arg[len(opt) + 1:]
+    return given
+
+
+def _command_path(exc: typer.TyperException, group: TyperGroup, argv: list[str]) -> str:
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        return str(ctx.command_path)
+    name = next((arg for arg in argv if not arg.startswith("-")), None)
+    return f"tfcli {name}" if name in group.commands else "tfcli"
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def run_guarded(invoke: Callable[[], Any], group: TyperGroup, argv: list[str]) -> int:
+    """Run click (`invoke`, non-standalone); the exit code, with every failure said in one line."""
+    saved = sys.stdout, sys.stderr
+    out, err = _watch_std_streams()
+    try:
+        code = _outcome(invoke, group, argv, out, err)
+        return _settle_stdout(code, out)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _outcome(invoke: Callable[[], Any], group: TyperGroup, argv: list[str],
+             out: WatchedStream, err: WatchedStream) -> int:
+    try:
+        value = invoke()  # click returns the Exit code, or the command's None
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    except SystemExit as exc:  # click's own exit for a broken pipe; any sys.exit()
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except TfcliError as exc:
+        return report_error(exc)
+    except typer.TyperException as exc:
+        return _usage_error(exc, group, argv)
+    except (KeyboardInterrupt, typer.Abort):
+        return EXIT_INTERRUPTED
+    except MemoryError:
+        say(PREFIX + "out of memory: the input asks for more than this machine can give "
+            "(a smaller model, --layers, --batch or --seq-len may fit)")
+        return EXIT_BAD_INPUT
+    except RecursionError:
+        say(PREFIX + "the input is nested too deeply to read")
+        return EXIT_BAD_INPUT
+    except OSError as exc:
+        if out.failure is not None:
+            return _output_failed(exc, EXIT_INTERNAL)
+        if err.failure is not None:  # a progress bar on a full stderr: nothing more can be said
+            _silence(err.stream, 2)
+            return EXIT_OUTPUT_FAILED
+        return _internal_error(exc)
+    except Exception as exc:  # a bug: one line, not a traceback
+        return _internal_error(exc)
+
+
+def _usage_error(exc: typer.TyperException, group: TyperGroup, argv: list[str]) -> int:
+    if type(exc).__name__ != "NoArgsIsHelpError":  # that one has printed the help already
+        say(PREFIX + error_text(usage_message(exc, group, argv)))
+    return int(getattr(exc, "exit_code", EXIT_BAD_INPUT))
+
+
+def _internal_error(exc: BaseException) -> int:
+    _debug_traceback(exc)
+    detail = error_text(_cut(" ".join(str(exc).split()), MAX_DETAIL_CHARS))
+    say(f"tfcli: internal error (a bug; TFCLI_DEBUG=1 shows the traceback): "
+        f"{type(exc).__name__}: {detail}")
+    return EXIT_INTERNAL
+
+
+def _output_failed(exc: OSError, code: int) -> int:
+    """stdout refused a write: quiet 141 for a reader that left, else one line and 74 (unless
+    the command has said it already)."""
+    if exc.errno == errno.EPIPE:
+        return EXIT_BROKEN_PIPE
+    if code != EXIT_OUTPUT_FAILED:
+        say(PREFIX + f"cannot write the output: {exc.strerror or exc}")
+    return EXIT_OUTPUT_FAILED
+
+
+def _settle_stdout(code: int, out: WatchedStream) -> int:
+    """Flush stdout now, while a failure can still be reported (PYTHONUNBUFFERED or not)."""
+    try:
+        out.flush()
+    except OSError as exc:
+        code = _output_failed(exc, code)
+    if out.failure is not None:
+        if out.failure.errno == errno.EPIPE:
+            code = EXIT_BROKEN_PIPE  # click turned it into exit 1 on its way out
+        _silence(out.stream, 1)
+    return code
