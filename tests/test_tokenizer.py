@@ -194,3 +194,16 @@ def test_undecodable_argv_bytes_are_refused_naming_the_option() -> None:
         check_text("a\udcffb", "--prompt")
     with pytest.raises(BadInputError, match="lone surrogate U[+]D800"):
         check_text("\ud800", "--text")
+
+
+def test_ids_the_tokenizer_json_lacks_show_as_id_and_are_explained(
+        padded_tokenizer_dir: Path) -> None:
+    from tfcli.analysis.generation import _byte_notes
+
+    hf = get_tokenizer(100, str(padded_tokenizer_dir))
+    assert hf.decode([4, 5]) == "a b"  # the common case: one call to the decoder
+    assert hf.decode([4, 50, 5]) == "a<50>b"  # `tokenizers` alone returns "a b"
+    assert not hf.covers(50) and not hf.covers(-1) and hf.covers(6)
+    (note,) = _byte_notes(hf, [4, 50, 51])
+    assert note.startswith("2 of 3 new ids have no token in")
+    assert _byte_notes(hf, [4, 5]) == [] and _byte_notes(None, [50]) == []

@@ -9,6 +9,7 @@ every hidden state and truncation cuts a text silently. Length limits are checke
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -31,7 +32,25 @@ class Tokenizer(Protocol):
 
     def decode(self, ids: list[int]) -> str: ...
 
+    def covers(self, token: int) -> bool: ...
+
     def token_text(self, token: int) -> str: ...
+
+
+def _decode_runs(ids: list[int], covers: Callable[[int], bool],
+                 decode_run: Callable[[list[int]], str]) -> str:
+    """Decode each run of ids the tokenizer has; an id it lacks shows as <id> instead of
+    vanishing (a random model, or a spec vocabulary larger than the tokenizer's, makes them)."""
+    parts: list[str] = []
+    run: list[int] = []
+    for i in ids:
+        if covers(i):
+            run.append(i)
+            continue
+        parts += [decode_run(run) if run else "", f"<{i}>"]
+        run = []
+    parts.append(decode_run(run) if run else "")
+    return "".join(parts)
 
 
 class ByteTokenizer:
@@ -48,18 +67,11 @@ class ByteTokenizer:
         return ids[:max_length] if keep == "start" else ids[len(ids) - max_length:]
 
     def decode(self, ids: list[int]) -> str:
-        """Bytes decoded as UTF-8; an id >= 256 (a random model over a larger vocabulary
-        produces them) is no byte, so it shows as <id> instead of vanishing."""
-        parts: list[str] = []
-        run: list[int] = []
-        for i in ids:
-            if 0 <= i < BYTE_VOCAB:
-                run.append(i)
-                continue
-            parts += [bytes(run).decode("utf-8", errors="replace"), f"<{i}>"]
-            run = []
-        parts.append(bytes(run).decode("utf-8", errors="replace"))
-        return "".join(parts)
+        """Bytes decoded as UTF-8; an id >= 256 is no byte, so it shows as <id>."""
+        return _decode_runs(ids, self.covers, lambda run: bytes(run).decode("utf-8", errors="replace"))
+
+    def covers(self, token: int) -> bool:
+        return 0 <= token < BYTE_VOCAB
 
     def token_text(self, token: int) -> str:
         if 32 <= token < 127:
@@ -99,7 +111,13 @@ class HFTokenizer:
             self._tok.no_truncation()
 
     def decode(self, ids: list[int]) -> str:
-        return str(self._tok.decode(ids))
+        """`tokenizers` drops ids it lacks without a word; those show as <id> instead."""
+        if all(self.covers(i) for i in ids):
+            return str(self._tok.decode(ids))  # one call: the decoder joins the whole sequence
+        return _decode_runs(ids, self.covers, lambda run: str(self._tok.decode(run)))
+
+    def covers(self, token: int) -> bool:
+        return token >= 0 and self._tok.id_to_token(token) is not None
 
     def token_text(self, token: int) -> str:
         return self._tok.id_to_token(token) or f"<{token}>"

@@ -244,10 +244,14 @@ def _notes(request: GenerateRequest) -> list[str]:
 
 
 def _byte_notes(tokenizer: Tokenizer | None, new: list[int]) -> list[str]:
-    """Why the text shows <id>s: the byte tokenizer has 256 ids, a spec's vocabulary more."""
-    outside = sum(1 for t in new if t >= BYTE_VOCAB)
-    if not isinstance(tokenizer, ByteTokenizer) or outside == 0:
+    """Why the text shows <id>s: the byte tokenizer has 256 ids, a spec's vocabulary more (or
+    a tokenizer.json fewer ids than the model's vocabulary)."""
+    outside = 0 if tokenizer is None else sum(1 for t in new if not tokenizer.covers(t))
+    if tokenizer is None or outside == 0:
         return []
-    return [f"{outside} of {len(new)} new ids are >= {BYTE_VOCAB}: no UTF-8 byte, so the text "
-            f"shows them as <id> (the byte tokenizer covers ids 0-255; a model with random "
-            f"weights spreads over its whole vocabulary)"]
+    if isinstance(tokenizer, ByteTokenizer):
+        return [f"{outside} of {len(new)} new ids are >= {BYTE_VOCAB}: no UTF-8 byte, so the text "
+                f"shows them as <id> (the byte tokenizer covers ids 0-255; a model with random "
+                f"weights spreads over its whole vocabulary)"]
+    return [f"{outside} of {len(new)} new ids have no token in {tokenizer.name}, so the text "
+            f"shows them as <id> (the model's vocabulary is larger than the tokenizer's)"]
