@@ -231,3 +231,56 @@ def test_default_sweeps_stay_allowed(monkeypatch) -> None:
     for name in ("gpt2", "llama-2-7b", "t5-small"):
         check_depth_sweep(load_spec(name), _sweep())  # the README's sweeps must not be refused
     check_depth_sweep(None, _sweep(sublayer="linear", depths=(10_000,), share_weights=True))
+
+
+# --- trace: O(1) in layers ----------------------------------------------------------------------
+
+
+def test_trace_folds_a_billion_layers_with_exact_totals() -> None:
+    from tfcli.analysis.trace import build_trace
+
+    spec = load_spec("llama-2-7b")
+    one, two = (build_trace(spec.with_layers(n), seq_len=64) for n in (1, 2))
+    deep = build_trace(spec.with_layers(10**9), seq_len=64)
+    assert len(deep.rows) < 2 * len(two.rows)  # block 0 and one repeated group, not 1e9 blocks
+    assert deep.total_params == total_parameters(spec.with_layers(10**9))
+    per_block = two.total_flops - one.total_flops  # every block after the first is the same
+    assert deep.total_flops == one.total_flops + (10**9 - 1) * per_block  # ints: exact
+    assert isinstance(deep.total_flops, int)
+    group = [r for r in deep.rows if r.path.startswith("decoder.1-999999999.")]
+    assert group and all(r.repeat == 10**9 - 1 for r in group)
+    assert [r.path for r in deep.fold(1)][:3] == ["embed", "decoder.0", "decoder.1-999999999"]
+    assert deep.fold(1)[2].repeat == 10**9 - 1
+
+
+@pytest.mark.parametrize("name", ["gpt2", "t5-small", "mixtral-8x7b"])
+def test_folded_rows_expand_to_the_listed_ones(monkeypatch, name: str) -> None:
+    from tfcli.analysis import trace
+
+    spec = load_spec(name).with_layers(300)
+    folded = trace.build_trace(spec, seq_len=5)
+    monkeypatch.setattr(trace, "MAX_LISTED_BLOCKS", 10_000)
+    listed = trace.build_trace(spec, seq_len=5)
+    assert len(folded.rows) < len(listed.rows) // 100
+    assert trace.expand_rows(folded.rows) == list(listed.rows)
+    for key in ("total_params", "total_flops", "total_act_bytes"):
+        assert getattr(folded, key) == getattr(listed, key)
+
+
+def test_execute_checks_every_block_of_a_folded_stack() -> None:
+    from tfcli.analysis.trace import build_trace
+    from tfcli.analysis.trace_check import execute_check
+
+    spec = load_spec("lesson-tiny").replace(d_model=8, n_heads=2, d_ff=8).with_layers(300)
+    report = build_trace(spec, seq_len=3)
+    check = execute_check(spec, report)
+    assert check.ok and check.layers == 300 and check.expected == check.observed > 300 * 10
+
+
+@pytest.mark.parametrize("kwargs", [{"seq_len": 2**41}, {"batch": 10**400}])
+def test_trace_bounds_sizes_whose_totals_would_leave_float_range(kwargs) -> None:
+    from tfcli.analysis.trace import build_trace
+
+    with pytest.raises(BadInputError, match="at most 2\\^40") as err:
+        build_trace(load_spec("llama-2-7b"), **kwargs)
+    assert len(err.value.message) < 120  # a 400-digit value is not echoed whole

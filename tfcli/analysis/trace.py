@@ -18,6 +18,7 @@ the first `embed` rows (the encoder's).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +31,9 @@ Shape = tuple[int, ...]
 DEFAULT_SEQ_LEN = 128  # default length: min(spec.max_seq_len, 128), small enough to --execute
 DEPTHS = (1, 2, 3)  # 1: per block, 2: per sublayer, 3: per op
 ACTIVATION_DTYPES = ("float32", "bfloat16", "float16")
+MAX_LISTED_BLOCKS = 256  # deeper stacks show block 0 and one row group for blocks 1..L-1
+MAX_SIZE = 2**40  # --batch / lengths: past this, FLOP totals would outgrow a float's range
+_BLOCK_INDEX = re.compile(r"\d+(-\d+)?")  # "3", or "1-79" for a repeated run of blocks
 
 # FLOPs per output element of elementwise ops: small stated constants (see convention_text).
 ADD_FLOPS = 1  # residual add, position / token-type add, bias add
@@ -49,12 +53,15 @@ class TraceRow:
     params: int  # parameters the op owns
     flops: int
     act_bytes: int  # output elements x dtype bytes
+    # Identical blocks this row stands for ("decoder.1-79.attn": 79); params, flops and
+    # act_bytes are summed over them, shapes are each one's.
+    repeat: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path, "op": self.op, "inputs": [list(s) for s in self.inputs],
             "output": list(self.output), "params": self.params, "flops": self.flops,
-            "act_bytes": self.act_bytes,
+            "act_bytes": self.act_bytes, "repeat": self.repeat,
         }
 
 
@@ -137,7 +144,7 @@ def _check_depth(depth: int) -> None:
 def fold_key(path: str, depth: int) -> str:
     """'decoder.3.attn' -> 'decoder.3' at depth 1; other paths ('embed', 'head') stay whole."""
     parts = path.split(".")
-    if depth == 1 and len(parts) > 2 and parts[1].isdigit():
+    if depth == 1 and len(parts) > 2 and _BLOCK_INDEX.fullmatch(parts[1]):
         return ".".join(parts[:2])
     return path
 
@@ -160,10 +167,48 @@ def fold_rows(rows: tuple[TraceRow, ...] | list[TraceRow], depth: int) -> list[T
 def _merge(path: str, rows: list[TraceRow]) -> TraceRow:
     if len(rows) == 1:
         return replace(rows[0], path=path)
+    repeats = {r.repeat for r in rows}
     return TraceRow(
         path, f"{len(rows)} ops", rows[0].inputs, rows[-1].output,
         sum(r.params for r in rows), sum(r.flops for r in rows), sum(r.act_bytes for r in rows),
+        repeats.pop() if len(repeats) == 1 else 1,
     )
+
+
+def _repeated(row: TraceRow, first: str, span: str, repeat: int) -> TraceRow:
+    """Block `first`'s row standing for `repeat` identical blocks named `span`."""
+    return replace(row, path=span + row.path.removeprefix(first), params=row.params * repeat,
+                   flops=row.flops * repeat, act_bytes=row.act_bytes * repeat, repeat=repeat)
+
+
+def expand_rows(rows: tuple[TraceRow, ...] | list[TraceRow]) -> list[TraceRow]:
+    """Every block's rows, in forward order (a repeated group becomes its blocks, one after
+    another): what a real forward pass reports, for `trace --execute`. O(layers), unlike the
+    report itself."""
+    out: list[TraceRow] = []
+    group: list[TraceRow] = []  # consecutive rows of one repeated span, e.g. decoder.1-299
+    for row in [*rows, None]:
+        if group and (row is None or _span(row) != _span(group[0])):
+            out += _unrolled(group)
+            group = []
+        if row is not None and row.repeat > 1:
+            group.append(row)
+        elif row is not None:
+            out.append(row)
+    return out
+
+
+def _span(row: TraceRow) -> str:
+    return ".".join(row.path.split(".")[:2])
+
+
+def _unrolled(group: list[TraceRow]) -> list[TraceRow]:
+    stack, span = _span(group[0]).split(".")
+    first, repeat = int(span.split("-")[0]), group[0].repeat
+    return [replace(r, path=f"{stack}.{first + i}{r.path.removeprefix(f'{stack}.{span}')}",
+                    params=r.params // repeat, flops=r.flops // repeat,
+                    act_bytes=r.act_bytes // repeat, repeat=1)
+            for i in range(repeat) for r in group]
 
 
 # --- FLOPs of the building blocks ---------------------------------------------------------------
@@ -202,7 +247,9 @@ def convention_text(spec: Spec, dtype: str) -> str:
         "gated product). Not counted: embedding lookups, score scaling, masks, RoPE rotation, "
         f"relative-bias add, routing top-k, tied-head rescale.{moe} Per token: total / "
         f"({per_token}). Activation bytes: output elements x {DTYPE_BYTES[dtype]:g} bytes "
-        f"({dtype}), summed over ops (not peak memory)."
+        f"({dtype}), summed over ops (not peak memory). A stack of more than "
+        f"{MAX_LISTED_BLOCKS} blocks lists block 0, then blocks 1..L-1 once as 'stack.1-(L-1)' "
+        "(identical blocks), their figures summed."
     )
 
 
@@ -247,19 +294,29 @@ class _Tracer:
         """Every block of `stack` (with cross-attention over memory_len source positions)."""
         s = self.spec
         layers = s.encoder_layers if stack == "encoder" else s.decoder_layers
-        w = f"{stack}.block"
-        for i in range(layers):
-            rel_bias = self.owned(f"{stack}.relative_bias") if i == 0 else 0
-            self.attention(f"{stack}.{i}.attn", f"{w}.attn", f"{w}.attn_norm", layers,
-                           length, length, rel_bias)
-            if memory_len is not None:
-                self.attention(f"{stack}.{i}.cross_attn", f"{w}.cross_attn", f"{w}.cross_norm",
-                               layers, length, memory_len, 0)
-            self.ffn(f"{stack}.{i}.ffn", w, layers, length)
+        listed = layers if layers <= MAX_LISTED_BLOCKS else 1
+        for i in range(listed):
+            self.block(stack, i, layers, length, memory_len)
+        if listed < layers:  # blocks 1..L-1 are identical: one block's rows, times L-1
+            start = len(self.rows)
+            self.block(stack, 1, layers, length, memory_len)
+            span, repeat = f"{stack}.1-{layers - 1}", layers - 1
+            self.rows[start:] = [_repeated(r, f"{stack}.1", span, repeat) for r in self.rows[start:]]
         if s.final_norm:
             x = (self.batch, length, s.d_model)
             norm_params = self.owned(f"{stack}.final_norm")
             self.add(f"{stack}.final_norm", "norm", [x], x, norm_params, NORM_FLOPS * math.prod(x))
+
+    def block(self, stack: str, i: int, layers: int, length: int, memory_len: int | None) -> None:
+        """Block i of `stack` (of `layers`); block 0 owns the stack's T5 relative-bias table."""
+        w = f"{stack}.block"
+        rel_bias = self.owned(f"{stack}.relative_bias") if i == 0 else 0
+        self.attention(f"{stack}.{i}.attn", f"{w}.attn", f"{w}.attn_norm", layers,
+                       length, length, rel_bias)
+        if memory_len is not None:
+            self.attention(f"{stack}.{i}.cross_attn", f"{w}.cross_attn", f"{w}.cross_norm",
+                           layers, length, memory_len, 0)
+        self.ffn(f"{stack}.{i}.ffn", w, layers, length)
 
     def norm(self, path: str, prefix: str, layers: int, length: int, placement: str) -> None:
         s = self.spec
@@ -356,6 +413,9 @@ def _check_inputs(spec: Spec, batch: int, lengths: dict[str, int | None], dtype:
     for option, value in {"--batch": batch, **lengths}.items():
         if value is not None and value < 1:
             raise BadInputError(f"{option} must be at least 1, got {value}")
+        if value is not None and value > MAX_SIZE:
+            raise BadInputError(f"{option} must be at most 2^40 ({MAX_SIZE:,}), got "
+                                f"{str(value)[:30]}{'...' if len(str(value)) > 30 else ''}")
         if option != "--batch" and value is not None and spec.positions == "learned" \
                 and value > spec.max_seq_len:
             raise BadInputError(f"{option} {value} exceeds max_seq_len {spec.max_seq_len} of "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tfcli.analysis.params import total_parameters
-from tfcli.analysis.trace import Shape, TraceReport, TraceRow, build_trace
+from tfcli.analysis.trace import Shape, TraceReport, TraceRow, build_trace, expand_rows
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
@@ -202,9 +202,10 @@ def execute_check(spec: Spec, report: TraceReport, seed: int = 0, *, layers: int
     run_report = build_trace(run_spec, batch=report.batch, seq_len=report.seq_len,
                              src_len=report.src_len, tgt_len=report.tgt_len, dtype=report.dtype)
     seen = _observe_forward(run_spec, run_report, seed)
-    matches, mismatches = compare(run_report.rows, seen)
+    rows = expand_rows(run_report.rows)  # one row per block, as the forward pass reports them
+    matches, mismatches = compare(rows, seen)
     return ExecuteCheck(
         spec_name=spec.name, layers=_blocks(run_spec), spec_layers=_blocks(spec), seed=seed,
-        expected=len(run_report.rows), observed=len(seen), matches=matches,
+        expected=len(rows), observed=len(seen), matches=matches,
         mismatches=tuple(mismatches),
     )
