@@ -240,15 +240,17 @@ def generate_cmd(
 
     Example: tfcli generate gpt2 --prompt "Hello" --max-new-tokens 20 --layers 2 --check-cache
     """
-    from tfcli.analysis.generation import (GenerateRequest, generate_plan, generate_text,
-                                           prompt_tokens)
+    from tfcli.analysis.generation import (CACHE_EPS_FACTOR, GenerateRequest, generate_plan,
+                                           generate_text, prompt_tokens)
     from tfcli.analysis.model_source import load_model
+    from tfcli.engine.sampling import SamplingConfig
     from tfcli.errors import BadInputError, CheckFailedError
     from tfcli.render.generate import render_generate
 
     if sum((no_cache, check_cache, compare)) > 1:
         raise BadInputError("choose at most one of --no-cache, --check-cache, --compare")
     mode = "no-cache" if no_cache else "check" if check_cache else "compare" if compare else "cache"
+    SamplingConfig(temperature, top_k, top_p, seed).validate()  # before any weight exists
     plan = functools.partial(generate_plan, prompt=prompt, tokens=tokens, max_new_tokens=max_new_tokens,
                    mode=mode)
     model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed,
@@ -265,7 +267,8 @@ def generate_cmd(
     if result.check is not None and not result.check.ok:
         raise CheckFailedError(
             f"cached and uncached generation differ: tokens identical {result.check.identical_tokens}, "
-            f"max |logit difference| {result.check.max_abs_logit_diff:.3e} > {result.check.tolerance:.0e}")
+            f"max |logit difference| {result.check.max_abs_logit_diff:.3e} > {result.check.tolerance:.3g} "
+            f"(= {CACHE_EPS_FACTOR} eps x the logits' scale {result.check.logit_scale:.3g})")
 
 
 def _generate_live(model: Any, request: Any, tokenizer: Any, mode: str) -> Any:

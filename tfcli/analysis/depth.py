@@ -146,7 +146,8 @@ def _check_options(o: DepthSweepOptions) -> None:
     elif o.weight_scale is not None and not INIT_STD_RANGE[0] <= o.weight_scale <= INIT_STD_RANGE[1]:
         # the same range as a spec's init_std, for the same reason (tfcli.spec.INIT_STD_RANGE)
         problems.append(f"--weight-scale must lie in [{INIT_STD_RANGE[0]:g}, {INIT_STD_RANGE[1]:g}] "
-                        f"(got {o.weight_scale:g}): beyond, one product leaves float32's range")
+                        f"(got {o.weight_scale:g}): beyond, activations leave float32's range within a "
+                        "few layers")
     if o.fd_step is not None and not 0 < o.fd_step < 1:
         problems.append(f"--fd-step must be in (0, 1) (got {o.fd_step})")
     if problems:

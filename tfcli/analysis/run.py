@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from tfcli.analysis.memory import MemoryEstimate, Workload, run_estimate
+from tfcli.analysis.finite import check_outputs, quiet_numerics
 from tfcli.analysis.model_source import Model
 from tfcli.engine.model import ForwardOutput, forward
 from tfcli.errors import BadInputError
@@ -259,9 +260,11 @@ def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0) -> tuple[RunR
     spec = model.spec
     _check_length(spec, inputs)
     start = time.perf_counter()
-    out = forward(spec, model.weights, inputs.tokens, decoder_tokens=inputs.decoder_tokens)
-    seconds = time.perf_counter() - start
-    loss, loss_kind = _loss(spec, model, inputs, out, seed)
+    with quiet_numerics():  # NaN / inf are reported by check_outputs, not as NumPy warnings
+        out = forward(spec, model.weights, inputs.tokens, decoder_tokens=inputs.decoder_tokens)
+        seconds = time.perf_counter() - start
+        loss, loss_kind = _loss(spec, model, inputs, out, seed)
+    check_outputs(model, out, inputs.tokens, inputs.decoder_tokens, loss)
     logits = out.logits
     result = RunResult(
         spec_name=spec.name, family=spec.family, origin=model.origin, dtype=model.dtype,

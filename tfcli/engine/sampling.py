@@ -14,6 +14,12 @@ from tfcli.engine.ops import softmax_
 from tfcli.errors import BadInputError
 
 Array = np.ndarray
+# The smallest temperature above 0 (greedy). float32 logits carry rounding errors of ~1e-7 of
+# their size; at T below 1e-6 those alone shift probabilities by factors of e^0.1 and more, so
+# ties between near-equal logits are decided by rounding: such a T is greedy decoding with noise.
+# (Overflow is not the reason: sample() shifts by the row max before dividing, so logits / T
+# never overflows, even at 5e-324.)
+MIN_TEMPERATURE = 1e-6
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,10 @@ class SamplingConfig:
     def validate(self) -> None:
         if not (math.isfinite(self.temperature) and self.temperature >= 0):
             raise BadInputError(f"temperature must be a finite number >= 0, got {self.temperature}")
+        if 0 < self.temperature < MIN_TEMPERATURE:
+            raise BadInputError(f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, "
+                                f"got {self.temperature:g}: below it float32 rounding in the "
+                                "logits decides the draw; use 0 for greedy decoding")
         if self.top_k is not None and not isinstance(self.top_k, (int, np.integer)):
             raise BadInputError(f"top_k must be a whole number, got {self.top_k!r}")
         if self.top_k is not None and self.top_k < 0:
@@ -71,7 +81,12 @@ def sample(logits: Array, config: SamplingConfig, rng: np.random.Generator) -> A
     """Token ids (B,) from logits (B, V)."""
     if config.temperature == 0.0:
         return np.argmax(logits, axis=-1)
-    scaled = logits.astype(np.float64) / config.temperature  # (B, V), float64 for the CDF
+    wide = logits.astype(np.float64)  # (B, V), float64 for the CDF
+    # Shift by the row max first: (l - max) / T <= 0 never reaches +inf, and the max maps to 0, so
+    # every row keeps a probability of 1 before normalising (no 0 / 0) at any T > 0. A gap that
+    # overflows to -inf is meant: that token's probability is exactly 0.
+    with np.errstate(over="ignore"):
+        scaled = (wide - wide.max(axis=-1, keepdims=True)) / config.temperature
     if config.top_k:
         scaled = top_k_filter(scaled, config.top_k)
     if config.top_p is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from tfcli.analysis.generation import GenerateResult, Timed
+from tfcli.analysis.generation import CACHE_EPS_FACTOR, GenerateResult, Timed
 from tfcli.render.safe import PROSE, plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes
@@ -55,7 +55,8 @@ def render_generate(result: GenerateResult) -> RenderableType:
         verdict = Text("OK", style="green bold") if c.ok else Text("FAILED", style="red bold")
         table.add_row("cache check", Text.assemble(
             verdict, f"  tokens {'identical' if c.identical_tokens else 'DIFFER'}, "
-            f"max |Δlogit| {c.max_abs_logit_diff:.2e} (tolerance {c.tolerance:.0e})"))
+            f"max |Δlogit| {c.max_abs_logit_diff:.2e} (tolerance {c.tolerance:.2e} = "
+            f"{CACHE_EPS_FACTOR} eps × logit scale {c.logit_scale:.3g})"))
     parts: list[RenderableType] = [table]
     if result.text is not None:
         parts.insert(0, plain(result.text, keep=PROSE))
