@@ -52,18 +52,31 @@ class Problem:
     line: int | None = None  # 1-based line in the YAML file, when known
 
     def render(self, source: str) -> str:
+        # Source and field come from the user (a path argument, an unknown key): cut and escaped.
+        source = clip(source, MAX_SHOWN_SOURCE)
         where = f"{source}:{self.line}" if self.line else source
-        field = f" field '{self.field}':" if self.field else ""
+        field = f" field '{clip(self.field)}':" if self.field else ""
         return f"{where}:{field} {self.message}"
 
 
-class SpecError(TfcliError):
-    """A spec file or spec value is invalid. Carries every problem found, each on its own line."""
+MAX_SHOWN_PROBLEMS = 10  # a file of 50,000 unknown keys is one mistake, not a 3 MB message
+MAX_SHOWN_SOURCE = 200  # characters of a file name heading each line
 
-    def __init__(self, source: str, problems: list[Problem]) -> None:
+
+class SpecError(TfcliError):
+    """A spec file or spec value is invalid. Carries every problem found; the message shows the
+    first MAX_SHOWN_PROBLEMS, each on its own line, then how many more there are. `omitted`
+    counts further problems the caller found but did not build."""
+
+    def __init__(self, source: str, problems: list[Problem], omitted: int = 0) -> None:
         self.source = source
         self.problems = problems
-        super().__init__("\n".join(p.render(source) for p in problems))
+        lines = [p.render(source) for p in problems[:MAX_SHOWN_PROBLEMS]]
+        more = len(problems) - len(lines) + omitted
+        if more:
+            plural = "s" if more > 1 else ""
+            lines.append(f"{clip(source, MAX_SHOWN_SOURCE)}: … and {more:,} more problem{plural}")
+        super().__init__("\n".join(lines))
 
 
 class SpecConsistencyError(TfcliError):
@@ -77,3 +90,78 @@ class SpecConsistencyError(TfcliError):
         super().__init__(f"field '{field}': {message}")
         self.field = field
         self.detail = message
+
+
+# Echoing user values. A message quotes what the user wrote, but what they wrote may be a YAML
+# alias bomb (a list that shares itself 9**9 times: its repr is gigabytes), a 5,000-digit
+# integer (whose repr raises ValueError), 400,000 keys, or ESC/BEL bytes that drive the terminal.
+# So nothing user-supplied is repr()'d whole: these build a bounded, escaped form directly.
+SHOWN_LIMIT = 60  # characters of a quoted value
+_SHOWN_ITEMS = 4  # items of a list or mapping quoted before "…"
+_BIG_INT_BITS = 200  # ~60 digits: longer integers are described, not written out
+_LOG10_2 = 0.30103
+
+
+def shown(value: object, limit: int = SHOWN_LIMIT) -> str:
+    """`value` as a message quotes it: a repr with control characters escaped, cut near `limit`
+    characters. Long strings end `…' (N characters)`, containers show a few items then their
+    size, huge integers their digit count; never costs more than O(limit) to build."""
+    if isinstance(value, str):
+        return _shown_text(value, limit)
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        if value.bit_length() > _BIG_INT_BITS:
+            return f"an integer of about {int(value.bit_length() * _LOG10_2) + 1:,} digits"
+        return repr(value)
+    if isinstance(value, (bytes, bytearray)):
+        head = repr(bytes(value[:limit]))  # b'...', every non-ASCII byte escaped
+        return head if len(value) <= limit else f"{head[:-1]}…' ({len(value):,} bytes)"
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        return _shown_container(value, limit)
+    return f"a value of type {type(value).__name__}"  # an arbitrary object's repr has no bound
+
+
+def clip(text: str, limit: int = 2 * SHOWN_LIMIT) -> str:
+    """`text` (a name, a path) as written, without quotes, when it is printable and short;
+    otherwise escaped like a repr and cut, with its length."""
+    if len(text) <= limit and text.isprintable():
+        return text
+    body = repr(text[:limit])[1:-1]
+    if len(text) <= limit and len(body) <= limit:
+        return body
+    return f"{body[:limit]}… ({len(text):,} characters)"
+
+
+def _shown_text(text: str, limit: int) -> str:
+    head = repr(text[:limit])  # repr escapes every non-printable character (\x1b, \u202e)
+    quote, body = head[0], head[1:-1]
+    if len(text) <= limit and len(body) <= limit:
+        return head
+    return f"{quote}{body[:limit]}…{quote} ({len(text):,} characters)"
+
+
+def _shown_container(value: list | tuple | set | frozenset | dict, limit: int) -> str:
+    opening, closing = {list: "[]", tuple: "()", dict: "{}"}.get(type(value), "{}")
+    items: list[str] = []
+    source = iter(value.items()) if isinstance(value, dict) else iter(value)
+    for _, item in zip(range(_SHOWN_ITEMS), source):  # never walks the whole container
+        if isinstance(value, dict):
+            items.append(f"{_shown_leaf(item[0])}: {_shown_leaf(item[1])}")
+        else:
+            items.append(_shown_leaf(item))
+    text = f"{opening}{', '.join(items)}{closing}"
+    if len(value) <= _SHOWN_ITEMS and len(text) <= limit:
+        return text
+    noun = "key" if isinstance(value, dict) else "item"
+    kind = {list: "list", tuple: "tuple", dict: "mapping"}.get(type(value), "set")
+    plural = "" if len(value) == 1 else "s"
+    cut = text[: max(limit - 1, 1)].removesuffix(closing)
+    return f"{cut}…{closing} (a {kind} of {len(value):,} {noun}{plural})"
+
+
+def _shown_leaf(value: object) -> str:
+    """An item inside a quoted container: nested containers are not opened."""
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        return {list: "[…]", tuple: "(…)"}.get(type(value), "{…}")
+    return shown(value, SHOWN_LIMIT // 3)

@@ -7,7 +7,8 @@ model directory holding config.json (handled by tfcli.checkpoints).
 from __future__ import annotations
 
 import difflib
-import re
+import os
+import stat
 import typing
 from importlib import resources
 from pathlib import Path
@@ -16,20 +17,28 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from tfcli.errors import Problem, SpecConsistencyError, SpecError
+from tfcli.errors import (
+    MAX_SHOWN_PROBLEMS,
+    Problem,
+    SpecConsistencyError,
+    SpecError,
+    clip,
+    shown,
+)
 from tfcli.spec import FIELD_NAMES, Spec
+from tfcli.spec_yaml import SpecLoader, YamlRefused, load_yaml, yaml11_hint
+
+_Loader = SpecLoader  # the loader of spec files, for code that reads a spec's raw mapping
 
 BUNDLED_DIR = "specs"  # tfcli/specs/, also reachable as the top-level specs/ link
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads `1e-5` as a float (YAML 1.1 insists on `1.0e-5`)."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+$"),
-    list("-+0123456789."),
+MAX_SPEC_BYTES = 256 * 1024  # bundled specs are 1-2 kB; reading is bounded, /dev/zero included
+MAX_SUGGESTED = 100  # unknown keys that get a did-you-mean; past that it is not a spec anyway
+MAX_SUGGEST_CHARS = 64  # longer words are not compared (difflib's cost grows with length)
+_FILE_KINDS = (  # (test, words) for what a spec path may be instead of a regular file
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
 )
 
 
@@ -46,8 +55,11 @@ def bundled_spec_path(name: str) -> Path:
 def resolve_spec_path(arg: str) -> Path:
     """A path as given, or the bundled spec of that name; a clear error otherwise."""
     path = Path(arg)
-    if path.exists():
-        return path
+    try:
+        if path.exists():
+            return path
+    except OSError as exc:  # ENAMETOOLONG, EACCES on a parent: exists() only hides ENOENT & co
+        raise SpecError(arg, [Problem("", f"cannot be read: {exc.strerror or exc}")]) from None
     if "/" not in arg and not arg.endswith((".yaml", ".yml")) and arg in bundled_spec_names():
         return bundled_spec_path(arg)
     names = bundled_spec_names()
@@ -70,10 +82,7 @@ def load_spec(arg: str) -> Spec:
 
 
 def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SpecError(str(path), [Problem("", f"cannot be read: {exc.strerror or exc}")]) from exc
+    data = _read_bounded(path)
     if b"\x00" in data:
         raise SpecError(str(path), [Problem("", "is a binary file, not a YAML spec")])
     try:
@@ -82,13 +91,49 @@ def _read_text(path: Path) -> str:
         raise SpecError(str(path), [Problem("", f"is not UTF-8 text (byte {exc.start})")]) from exc
 
 
+def _read_bounded(path: Path) -> bytes:
+    """At most MAX_SPEC_BYTES of a regular file. Anything else is refused before it is opened:
+    reading /dev/zero never ends, opening a FIFO waits for a writer, a device may act on open.
+    O_NONBLOCK and a second look at the opened file cover a swap between the two looks."""
+    try:
+        _check_regular(path, os.stat(path))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as handle:
+            _check_regular(path, os.fstat(handle.fileno()))
+            data = handle.read(MAX_SPEC_BYTES + 1)
+    except OSError as exc:
+        problem = Problem("", f"cannot be read: {exc.strerror or exc}")
+        raise SpecError(str(path), [problem]) from None
+    if len(data) > MAX_SPEC_BYTES:  # the file grew, or it is a /proc file that reports size 0
+        raise SpecError(str(path), [_too_big(f"is larger than {MAX_SPEC_BYTES:,} bytes")])
+    return data
+
+
+def _check_regular(path: Path, info: os.stat_result) -> None:
+    if stat.S_ISREG(info.st_mode):
+        if info.st_size > MAX_SPEC_BYTES:
+            raise SpecError(str(path), [_too_big(f"is {info.st_size:,} bytes")])
+        return
+    kind = next((words for test, words in _FILE_KINDS if test(info.st_mode)), "not a regular file")
+    problem = Problem("", f"is {kind}, not a spec file; save the spec to a file")
+    raise SpecError(str(path), [problem])
+
+
+def _too_big(size: str) -> Problem:
+    return Problem("", f"{size}; a spec file may be at most {MAX_SPEC_BYTES:,} bytes "
+                   f"({MAX_SPEC_BYTES // 1024} KiB) - is this a spec?")
+
+
 def parse_spec_text(text: str, source: str = "<spec>") -> Spec:
     """YAML text -> validated Spec, or a SpecError naming lines and fields."""
+    if len(text) > MAX_SPEC_BYTES:
+        raise SpecError(source, [_too_big(f"is {len(text):,} characters")])
     data, lines = _parse_yaml(text, source)
     try:
         return Spec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(source, _problems(exc, lines)) from None
+        problems, omitted = _problems(exc, lines)
+        raise SpecError(source, problems, omitted) from None
     except SpecConsistencyError as exc:
         raise SpecError(source, [Problem(exc.field, exc.detail, lines.get(exc.field))]) from None
 
@@ -96,16 +141,15 @@ def parse_spec_text(text: str, source: str = "<spec>") -> Spec:
 def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]]:
     """The top-level mapping and the 1-based line of each of its keys."""
     try:
-        node = yaml.compose(text, Loader=_Loader)
-        duplicates = _duplicate_keys(node, "") if node is not None else []
-        data = yaml.load(text, Loader=_Loader) if node is not None and not duplicates else None
+        node, data = load_yaml(text)
+    except YamlRefused as exc:
+        raise SpecError(source, exc.problems) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
+        line = mark.line + 1 if mark is not None else _reader_line(exc, text)
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpecError(source, [Problem("", f"YAML syntax error: {reason}", line)]) from None
-    if duplicates:
-        raise SpecError(source, duplicates)
+        # PyYAML quotes the offending anchor or character: a 100 kB alias name stays 100 kB.
+        raise SpecError(source, [Problem("", f"YAML syntax error: {clip(reason)}", line)]) from None
     if data is None:
         raise SpecError(source, [Problem("", "is empty; expected a mapping of spec fields")])
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
@@ -119,67 +163,26 @@ def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]]
     return data, lines
 
 
-_MERGE_TAG = "tag:yaml.org,2002:merge"
+def _reader_line(exc: yaml.YAMLError, text: str) -> int | None:
+    """The line of a character PyYAML's reader refused (ESC, BEL): it gives only an offset."""
+    position = getattr(exc, "position", None)
+    return text.count("\n", 0, position) + 1 if isinstance(position, int) else None
 
 
-def _duplicate_keys(node: yaml.Node, path: str, seen: set[int] | None = None) -> list[Problem]:
-    """A Problem for every key repeated within one mapping, at any depth, in file order.
-
-    PyYAML keeps the last of two equal keys without a word, so a forgotten earlier line would
-    silently lose to a later one. Checked on the composed nodes, where each key still has its
-    line and the dotted path is known. `<<` merge keys may legitimately be overridden, so only
-    keys written in the mapping itself count.
-    """
-    seen = set() if seen is None else seen
-    if id(node) in seen:  # an alias of a node already checked (anchors may even be recursive)
-        return []
-    seen.add(id(node))
-    problems: list[Problem] = []
-    if isinstance(node, yaml.MappingNode):
-        first_line: dict[object, int] = {}
-        for key_node, value_node in node.value:
-            name = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else "?"
-            field = f"{path}.{name}" if path else name
-            key = _key_identity(key_node)
-            line = key_node.start_mark.line + 1
-            if key is not None and key in first_line:
-                message = f"duplicate key (first on line {first_line[key]})"
-                problems.append(Problem(field, message, line))
-            elif key is not None:
-                first_line[key] = line
-            problems += _duplicate_keys(value_node, field, seen)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            problems += _duplicate_keys(item, f"{path}[{index}]", seen)
-    return problems
-
-
-def _key_identity(key_node: yaml.Node) -> tuple[str, object] | None:
-    """What makes two keys equal: their constructed values (`n_layers` == `"n_layers"`), keyed
-    by kind so that `1` and `true` stay apart. None for keys that cannot collide: merge keys,
-    and non-scalar keys (the loader rejects those itself)."""
-    if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
-        return None
-    value = _Loader("").construct_object(key_node, deep=True)
-    return (type(value).__name__, value)
-
-
-def _problems(exc: ValidationError, lines: dict[str, int]) -> list[Problem]:
-    """Pydantic errors as Problems, in file order. A 'missing' field that a misspelt key was
-    meant to be (n_head -> n_heads) is one mistake, so only the did-you-mean is reported."""
-    errors = exc.errors()
-    misspelt = {
-        close[0]
-        for err in errors if err["type"] == "extra_forbidden" and err["loc"]
-        for close in [difflib.get_close_matches(str(err["loc"][0]), FIELD_NAMES, n=1, cutoff=0.6)]
-        if close
-    }
-    problems = [
-        _problem_from_pydantic(err, lines)
-        for err in errors
-        if not (err["type"] == "missing" and err["loc"] and err["loc"][0] in misspelt)
-    ]
-    return sorted(problems, key=lambda p: p.line if p.line is not None else 10**9)
+def _problems(exc: ValidationError, lines: dict[str, int]) -> tuple[list[Problem], int]:
+    """The first MAX_SHOWN_PROBLEMS pydantic errors as Problems, in file order, and how many
+    more there are. A 'missing' field that a misspelt key was meant to be (n_head -> n_heads) is
+    one mistake, so only the did-you-mean is reported. Only the first MAX_SUGGESTED unknown keys
+    are compared with the field names, so 2,000 of them cost no more than 100."""
+    errors = exc.errors(include_url=False)
+    unknown = [str(err["loc"][0]) for err in errors
+               if err["type"] == "extra_forbidden" and err["loc"]]
+    misspelt = {_closest(name, FIELD_NAMES) for name in unknown[:MAX_SUGGESTED]} - {None}
+    kept = [err for err in errors
+            if not (err["type"] == "missing" and err["loc"] and err["loc"][0] in misspelt)]
+    kept.sort(key=lambda err: lines.get(str(err["loc"][0]) if err["loc"] else "", 10**9))
+    problems = [_problem_from_pydantic(err, lines) for err in kept[:MAX_SHOWN_PROBLEMS]]
+    return problems, len(kept) - len(problems)
 
 
 def _problem_from_pydantic(err: Any, lines: dict[str, int]) -> Problem:
@@ -191,11 +194,15 @@ def _problem_from_pydantic(err: Any, lines: dict[str, int]) -> Problem:
     if err["type"] == "missing":
         return Problem(field, "is required", None)
     value = err.get("input")
-    shown = repr(value) if not isinstance(value, dict) else "a mapping"
     hint = ""
     if err["type"] == "literal_error" and isinstance(value, str):
         hint = _did_you_mean(value, _literal_choices(field))  # swiglue -> swiglu
-    return Problem(field, f"{_message(err)} (got {shown}){hint}", line)
+    elif err["type"] in _TYPE_ERRORS and isinstance(value, str):
+        hint = yaml11_hint(value)  # `bias: yes`, `n_layers: 1_000`: numbers in YAML 1.1 only
+    return Problem(field, f"{_message(err)} (got {shown(value)}){hint}", line)
+
+
+_TYPE_ERRORS = frozenset({"int_type", "bool_type", "float_type"})
 
 
 def _literal_choices(field: str) -> list[str]:
@@ -222,5 +229,12 @@ def _message(err: Any) -> str:
 
 
 def _did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
+    close = _closest(word, choices)
+    return f"; did you mean '{close}'?" if close else ""
+
+
+def _closest(word: str, choices: tuple[str, ...] | list[str]) -> str | None:
+    if len(word) > MAX_SUGGEST_CHARS:  # no field or bundled name is this long
+        return None
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    return close[0] if close else None
