@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from rich.cells import cell_len
 from rich.console import Console
 from typer.testing import CliRunner
@@ -71,7 +73,7 @@ def test_specs(width: int) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("name", ["gpt2", "llama-3-8b", "mixtral-8x7b", "t5-small"])
+@pytest.mark.parametrize("name", ["gpt2", "mixtral-8x7b", "t5-small"])
 def test_params(width: int, name: str) -> None:
     text, data = table_and_json(["params", name], width)
     assert_fits(text, width)
@@ -192,3 +194,37 @@ def test_text_columns_never_fold_a_word_with_a_digit() -> None:
     text = render(table, 20)
     for shape in ("1×32×4096,", "4096×11008,", "11008×4096"):
         assert shape in text
+
+
+_WORDS = st.sampled_from(["norm", "decoder.0.attn", "1×32×4096,", "p=0.0061", "(× 12)", "a", "x" * 14])
+
+
+@st.composite
+def _tables(draw: st.DrawFn) -> tuple[FitTable, list[tuple[str, str]]]:
+    """A random FitTable and its (column header, number cell) pairs."""
+    n_columns = draw(st.integers(1, 6))
+    kinds = [draw(st.tuples(st.booleans(), st.none() | st.integers(0, 3))) for _ in range(n_columns)]
+    table = FitTable(title=draw(st.sampled_from(["", "a title that is long enough to wrap"])))
+    for i, (number, drop) in enumerate(kinds):
+        table.add_column(f"c{i}", number=number, drop=drop, justify="right" if number else "left")
+    numbers = []
+    for _ in range(draw(st.integers(1, 4))):
+        row = []
+        for i, (number, _) in enumerate(kinds):
+            if number:
+                row.append(f"{draw(st.integers(0, 10**12)):,}")
+                numbers.append((f"c{i}", row[-1]))
+            else:
+                row.append(" ".join(draw(st.lists(_WORDS, max_size=5))))
+        table.add_row(*row)
+    return table, numbers
+
+
+@settings(max_examples=200, deadline=None)
+@given(_tables(), st.integers(24, 120))
+def test_any_table_fits_and_keeps_its_numbers_whole(case: tuple[FitTable, list], width: int) -> None:
+    table, numbers = case
+    text = render(table, width)
+    assert_fits(text, width)
+    for header, number in numbers:
+        assert_whole_or_left_out(text, number, header)
