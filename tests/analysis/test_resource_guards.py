@@ -189,9 +189,10 @@ def _sweep(**kwargs):
     (None, {"sublayer": "linear", "depths": (10**8,)}, "--depths must be integers from 1 to 10,000"),
     (None, {"sublayer": "linear", "overrides": {"d_model": 200_000}, "depths": (1,), "seq_len": 1},
      "needs about 800.2 GB"),
-    ("gpt2", {"seq_len": 10**6}, "FLOPs"),
-    ("gpt2", {"batch": 10**5}, "FLOPs"),
-    ("gpt2", {"n_directions": 10**6}, "FLOPs"),
+    ("gpt2", {"seq_len": 10**6}, "needs about"),  # memory is checked first
+    ("gpt2", {"batch": 10**5}, "needs about"),
+    ("gpt2", {"n_directions": 10**6}, "needs about"),
+    ("gpt2", {"seq_len": 256, "batch": 4}, "FLOPs"),  # fits in 20 GB (4.9), but 2.06e13 FLOPs
     ("gpt2", {"depths": (10_000,)}, "over the limit of 2e\\+13"),
 ])
 def test_depth_sweep_refuses_before_drawing(monkeypatch, spec_name, kwargs, match) -> None:

@@ -114,15 +114,15 @@ def check_depth_sweep(spec: Spec | None, options: DepthSweepOptions) -> None:
 
 def check_sweep_size(spec: Spec | None, options: DepthSweepOptions,
                      limit: MemoryLimit | None = None) -> SweepSize:
-    """The sweep's size; BadInputError, one line with the figures, past MAX_SWEEP_WORK or the
-    memory this process may use."""
+    """The sweep's size; BadInputError, one line with the figures, past the memory this process
+    may use or MAX_SWEEP_WORK."""
     d_model = spec.d_model if spec else _given(options).get("d_model", LINEAR_DEFAULT_D_MODEL)
     size = sweep_size(spec, d_model, options)
+    check_fits(size.memory, limit)
     if size.work > MAX_SWEEP_WORK:
         raise BadInputError(
             f"depth-sweep to depth {max(options.depths):,} would take about {size.work:.2g} "
             f"FLOPs (and weight draws), over the limit of {MAX_SWEEP_WORK:.0e}; {SWEEP_OPTIONS}")
-    check_fits(size.memory, limit)
     return size
 
 
