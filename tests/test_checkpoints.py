@@ -118,7 +118,7 @@ def test_sharded_checkpoint(tmp_path: Path, tensors: dict) -> None:
     w = load_weights(path, spec_from_config_dir(path))
     np.testing.assert_array_equal(w.decoder.final_norm.scale, tensors["transformer.ln_f.weight"])
     (path / "model-00002-of-00002.safetensors").unlink()
-    with pytest.raises(BadInputError, match="shard model-00002-of-00002.safetensors is missing"):
+    with pytest.raises(BadInputError, match="shard 'model-00002-of-00002.safetensors' is missing"):
         load_weights(path, spec_from_config_dir(path))
 
 

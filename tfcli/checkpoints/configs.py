@@ -328,16 +328,23 @@ def read_bounded(file: Path, limit: int) -> bytes:
     return data
 
 
-def parse_json(data: bytes, file: str | Path) -> object:
-    """Strict JSON: UTF-8, no duplicate keys, integer literals kept bounded (fields.int_literal)."""
+def strict_json(data: bytes) -> object:
+    """Strict JSON: UTF-8, no duplicate keys, integer literals kept bounded (fields.int_literal).
+    Every failure is a ValueError with a short message (UnicodeDecodeError is one)."""
     try:
         return json.loads(data.decode("utf-8-sig"), object_pairs_hook=_unique_keys,
                           parse_int=int_literal)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def parse_json(data: bytes, file: str | Path) -> object:
+    """strict_json, its failures one BadInputError naming `file`."""
+    try:
+        return strict_json(data)
     except UnicodeDecodeError as exc:
         raise BadInputError(f"{file}: not UTF-8 text (byte {exc.start})") from None
-    except RecursionError:
-        raise BadInputError(f"{file}: cannot be read as JSON: nested too deeply") from None
-    except ValueError as exc:  # json.JSONDecodeError and _DuplicateKey
+    except ValueError as exc:  # json.JSONDecodeError, _DuplicateKey, nesting
         raise BadInputError(f"{file}: cannot be read as JSON: {exc}") from None
 
 

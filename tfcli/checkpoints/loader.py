@@ -197,9 +197,10 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
     """
     directory = Path(path)
     kind = model_type(read_config(directory), str(config_file(directory)))
-    weights = skeleton(spec, dtype)
-    slots = dict(array_paths(weights))
     with TensorSource(directory) as source:
+        _check_block_count(spec, source)
+        weights = skeleton(spec, dtype)
+        slots = dict(array_paths(weights))
         steps = checked_plan(TABLES[kind], spec, slots, source, kind, truncated)
         for step in steps:
             for ours, array in zip(step.ours, convert(step.rule, source.get(step.hf, np.dtype(dtype)))):
@@ -207,6 +208,14 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
                 slots.pop(ours)
     _check_complete(weights, spec, slots, directory)
     return arrange_weights(weights)
+
+
+def _check_block_count(spec: Spec, source: TensorSource) -> None:
+    """Every block (and expert) needs tensors of its own: a spec with more of them than the
+    checkpoint holds tensors is refused before skeleton() and plan() loop over billions."""
+    if spec.total_layers * max(1, spec.n_experts) > len(source.names):
+        raise BadInputError(f"{source.directory}: the spec has {spec.total_layers:,} blocks "
+                            f"but the checkpoint holds only {len(source.names):,} tensors")
 
 
 def _later_block(name: str, spec: Spec) -> bool:
