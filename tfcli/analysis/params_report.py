@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tfcli.analysis.params import (
@@ -70,9 +70,31 @@ class ParamsReport:
         return self.ffn / (self.ffn + self.attention) if self.ffn + self.attention else 0.0
 
     @property
+    def estimate_reference(self) -> int:
+        """What 12·L·d² estimates: the blocks' parameters, i.e. the non-embedding count (of one
+        token's active experts for MoE: the formula has one dense 4d FFN per block)."""
+        return self.non_embedding - (self.total - self.active)
+
+    @property
+    def estimate_compared_with(self) -> str:
+        return "active non-embedding" if self.active != self.total else "non-embedding"
+
+    @property
     def estimate_rel_error(self) -> float:
-        """(estimate - exact) / exact, against the total."""
-        return (self.estimate_12ld2 - self.total) / self.total
+        """(estimate - exact) / exact, against the like-for-like exact count above."""
+        reference = self.estimate_reference
+        return (self.estimate_12ld2 - reference) / reference if reference else 0.0
+
+    @property
+    def estimate_leaves_out(self) -> str:
+        """What the formula does not model for this architecture beyond the embeddings, in
+        words ('' when nothing)."""
+        parts = []
+        if self.active != self.total:
+            parts.append("the routed experts: it assumes one dense 4d FFN per block")
+        if self.family == "encoder-decoder":
+            parts.append("decoder cross-attention (4d² per decoder block)")
+        return "; ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,7 +108,11 @@ class ParamsReport:
             "ffn": self.ffn,
             "ffn_share_of_attention_plus_ffn": self.ffn_share_of_blocks,
             "estimate_12ld2": self.estimate_12ld2,
+            # compared like with like: the estimate is of the blocks, not of the embeddings
+            "estimate_compared_with": self.estimate_compared_with.replace(" ", "_").replace("-", "_"),
+            "estimate_reference": self.estimate_reference,
             "estimate_rel_error": self.estimate_rel_error,
+            "estimate_leaves_out": self.estimate_leaves_out,
             "components": [_row_dict(r) for r in self.rows],
             "block_subtotals": {
                 k: {"per_block": p, "n_layers": n, "total": p * n}
@@ -183,6 +209,11 @@ def _notes(spec: Spec, context: int) -> list[str]:
     return notes
 
 
+def _estimate_note(report: ParamsReport) -> list[str]:
+    leaves_out = report.estimate_leaves_out
+    return [f"12·L·d² (attention 4d² + a 4d FFN 8d² per block) leaves out {leaves_out}"] if leaves_out else []
+
+
 def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 1,
                         kv_dtype: str = "float32") -> ParamsReport:
     """Every figure `tfcli params` shows, computed analytically (no weights allocated)."""
@@ -200,7 +231,7 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
         kv_cache_bytes(spec, context, batch, kv_dtype, source_len=source_len), window,
         None if window is None else kv_cache_bytes(spec, window, batch, kv_dtype),
     )
-    return ParamsReport(
+    report = ParamsReport(
         spec_name=spec.name, family=spec.family, rows=rows,
         block_subtotals=_block_subtotals(rows), total=total,
         non_embedding=total - embedding, active=total - inactive_expert_parameters(spec),
@@ -210,3 +241,4 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
         memory_bytes=_memory(total), kv_cache=kv, notes=_notes(spec, context),
         body_only=spec.body_only,
     )
+    return replace(report, notes=report.notes + _estimate_note(report))

@@ -73,7 +73,8 @@ def _summary_table(report: ParamsReport) -> FitTable:
     table.add_row("FFN", f"{report.ffn:,}",
                   f"{percent(report.ffn_share_of_blocks)} of attention + FFN (lesson: about 2/3)")
     table.add_row("estimate 12·L·d²", f"{report.estimate_12ld2:,}",
-                  f"{report.estimate_rel_error:+.1%} vs exact total")
+                  f"{report.estimate_rel_error:+.2%} vs exact {report.estimate_compared_with} "
+                  f"({report.estimate_reference:,})")
     for dtype, size in report.memory_bytes.items():
         table.add_row(f"weights in {dtype}", human_bytes(size), f"{size:,} bytes")
     kv = report.kv_cache
