@@ -34,6 +34,7 @@ from tfcli.errors import (
     EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OUTPUT_FAILED,
     TfcliError,
 )
+from tfcli.render.safe import visible
 
 MAX_MESSAGE_CHARS = 4000  # an error line longer than this is cut, saying how much was left out
 MAX_DETAIL_CHARS = 200  # of an unexpected exception's text
@@ -146,13 +147,6 @@ def say(line: str) -> None:
 # --- messages ---------------------------------------------------------------------------------
 
 
-def _escape(char: str) -> str:
-    code = ord(char)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
 def error_text(message: str) -> str:
     """`message` safe for a terminal: control bytes (ESC, BEL, \\r, bidi overrides, undecodable
     bytes) shown as escapes, the line breaks between a SpecError's problems kept, and the whole
@@ -160,8 +154,7 @@ def error_text(message: str) -> str:
     if len(message) > MAX_MESSAGE_CHARS:
         left = len(message) - MAX_MESSAGE_CHARS
         message = f"{message[:MAX_MESSAGE_CHARS]}… ({left:,} more characters)"
-    return "\n".join("".join(c if c.isprintable() else _escape(c) for c in line)
-                     for line in message.split("\n"))
+    return visible(message, keep="\n")
 
 
 def report_error(exc: TfcliError) -> int:
@@ -186,21 +179,31 @@ def _cut(text: str, limit: int) -> str:
 def usage_message(exc: typer.TyperException, group: TyperGroup, argv: list[str]) -> str:
     """click's usage error as one line: the option first, the value given, a did-you-mean, and
     where to look (`tfcli run --help`)."""
-    message = _cut(" ".join(exc.format_message().split()), MAX_MESSAGE_CHARS)
+    message = _click_message(exc, argv)
+    for arg in sorted(set(argv), key=len, reverse=True):  # click echoes what was typed, whole
+        if len(arg) > MAX_SHOWN_VALUE:
+            message = message.replace(arg, _cut(arg, MAX_SHOWN_VALUE))
+    message = _cut(message, MAX_MESSAGE_CHARS).rstrip(".")
+    if message[1:2].islower():  # "No such option" -> "no such option", as tfcli's own messages
+        message = message[:1].lower() + message[1:]
+    return f"{message} (see {_command_path(exc, group, argv)} --help)"
+
+
+def _click_message(exc: typer.TyperException, argv: list[str]) -> str:
+    """click's text flattened to one line; a bad option value led by the option and the value."""
+    possibilities = getattr(exc, "possibilities", None)
+    if possibilities:  # click ranked them with difflib, closest first
+        return f"{exc.message}; did you mean {' or '.join(possibilities)}?"  # closest first
     param = getattr(exc, "param", None)
     opts = [opt for opt in getattr(param, "opts", ()) if opt.startswith("-")]
-    if opts and getattr(exc, "message", None):
-        detail = " ".join(exc.message.split()).removeprefix("Value error, ")
-        message = f"{max(opts, key=len)}: {detail[:1].lower()}{detail[1:]}"
-        given = _given_value(argv, opts)
-        if given is not None and repr(given) not in message:
-            message += f" (got {_cut(repr(given), MAX_SHOWN_VALUE)})"
-    possibilities = getattr(exc, "possibilities", None)
-    if possibilities:
-        message = f"{exc.message}; did you mean {' or '.join(sorted(possibilities))}?"
-    message = message.rstrip(".")
-    message = message[:1].lower() + message[1:] if message[1:2].islower() else message
-    return f"{message} (see {_command_path(exc, group, argv)} --help)"
+    if not opts or not exc.message:  # arguments, usage of an option, unknown commands
+        return " ".join(exc.format_message().split()).replace(". Did you mean", "; did you mean")
+    detail = " ".join(exc.message.split()).removeprefix("Value error, ")
+    message = f"{max(opts, key=len)}: {detail[:1].lower()}{detail[1:]}"
+    given = _given_value(argv, opts)
+    if given is not None and repr(given) not in message:
+        message += f" (got {_cut(repr(given), MAX_SHOWN_VALUE)})"
+    return message
 
 
 def _given_value(argv: list[str], opts: list[str]) -> str | None:
