@@ -11,6 +11,7 @@ and maps every outcome (so `tfcli ...`, `python -m tfcli` and CliRunner tests al
     MemoryError / RecursionError             the input is too big / nested too deeply      2
     Ctrl-C                                   nothing                                       130
     anything else                            "internal error (a bug ...)"                  70
+    stderr full or closed                    dropped (progress, notes, messages)           unchanged
 
 A failed write leaves its bytes in Python's buffer, and the interpreter flushes stdout again at
 exit, printing "Exception ignored ... Errno 28" and exiting 120. So once a standard stream has
@@ -61,25 +62,36 @@ class GuardedGroup(TyperGroup):
 
 class WatchedStream:
     """A standard stream that remembers the first write or flush that failed (rich, csv, click
-    and print all write through sys.stdout, so this sees every one of them)."""
+    and print all write through sys.stdout, so this sees every one of them).
 
-    def __init__(self, stream: TextIO) -> None:
+    stderr is `best_effort`: a progress bar or a note that a full or broken stderr refuses is
+    dropped (and /dev/null put under fd 2) instead of aborting a command whose result, on
+    stdout, is fine; the exit code still tells how it went."""
+
+    def __init__(self, stream: TextIO, fd: int, best_effort: bool = False) -> None:
         self.stream = stream
+        self.fd = fd
+        self.best_effort = best_effort
         self.failure: OSError | None = None
 
     def write(self, text: str) -> int:
         try:
             return self.stream.write(text)
         except OSError as exc:
-            self.failure = self.failure or exc
-            raise
+            self._failed(exc)
+            return len(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
         except OSError as exc:
-            self.failure = self.failure or exc
-            raise
+            self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        self.failure = self.failure or exc
+        if not self.best_effort:
+            raise exc
+        _silence(self.stream, self.fd)
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer, ...
         return getattr(self.stream, name)
@@ -118,7 +130,7 @@ def _watch_std_streams() -> tuple[WatchedStream, WatchedStream]:
         sys.stdout = ClosedStream()
     if sys.stderr is None:  # messages have nowhere to go; the exit code still tells
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives to exit)
-    out, err = WatchedStream(sys.stdout), WatchedStream(sys.stderr)
+    out, err = WatchedStream(sys.stdout, 1), WatchedStream(sys.stderr, 2, best_effort=True)
     sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
     return out, err
 
@@ -232,16 +244,16 @@ def _command_path(exc: typer.TyperException, group: TyperGroup, argv: list[str])
 def run_guarded(invoke: Callable[[], Any], group: TyperGroup, argv: list[str]) -> int:
     """Run click (`invoke`, non-standalone); the exit code, with every failure said in one line."""
     saved = sys.stdout, sys.stderr
-    out, err = _watch_std_streams()
+    out, _ = _watch_std_streams()
     try:
-        code = _outcome(invoke, group, argv, out, err)
+        code = _outcome(invoke, group, argv, out)
         return _settle_stdout(code, out)
     finally:
         sys.stdout, sys.stderr = saved
 
 
 def _outcome(invoke: Callable[[], Any], group: TyperGroup, argv: list[str],
-             out: WatchedStream, err: WatchedStream) -> int:
+             out: WatchedStream) -> int:
     try:
         value = invoke()  # click returns the Exit code, or the command's None
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
@@ -263,9 +275,6 @@ def _outcome(invoke: Callable[[], Any], group: TyperGroup, argv: list[str],
     except OSError as exc:
         if out.failure is not None:
             return _output_failed(exc, EXIT_INTERNAL)
-        if err.failure is not None:  # a progress bar on a full stderr: nothing more can be said
-            _silence(err.stream, 2)
-            return EXIT_OUTPUT_FAILED
         return _internal_error(exc)
     except Exception as exc:  # a bug: one line, not a traceback
         return _internal_error(exc)

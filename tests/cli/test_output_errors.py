@@ -196,13 +196,14 @@ def command_args(config_dir: Path) -> dict[str, list[str]]:
     }
 
 
-def _run_main(args: list[str], stdout: io.TextIOBase, monkeypatch) -> tuple[int, str]:
-    """The app's own main (the guard included) on the given stdout; (exit code, stderr)."""
-    stderr = io.StringIO()
+def _run_main(args: list[str], stdout: io.TextIOBase, monkeypatch,
+              stderr: io.TextIOBase | None = None) -> tuple[int, str]:
+    """The app's own main (the guard included) on the given streams; (exit code, stderr)."""
+    stderr = io.StringIO() if stderr is None else stderr
     monkeypatch.setattr(sys, "stdout", stdout)
     monkeypatch.setattr(sys, "stderr", stderr)
     code = typer.main.get_command(app).main(args, prog_name="tfcli", standalone_mode=False)
-    return code, stderr.getvalue()
+    return code, stderr.getvalue() if isinstance(stderr, io.StringIO) else ""
 
 
 def test_every_command_on_a_full_disk_is_exit_74_and_one_line(config_dir: Path,
@@ -224,11 +225,17 @@ def test_every_command_on_a_full_disk_is_exit_74_and_one_line(config_dir: Path,
 
 def test_every_command_with_a_working_stdout_still_exits_0(config_dir: Path,
                                                           monkeypatch) -> None:
-    """The guard must not turn success into failure (the counterpart of the test above)."""
+    """The guard must not turn success into failure (the counterpart of the test above), and a
+    full stderr (progress bars and notes write there) costs no command its result."""
     for name, args in command_args(config_dir).items():
         out = io.StringIO()
         code, stderr = _run_main([name, *args], out, monkeypatch)
         assert code == 0 and out.getvalue() and stderr == "", (name, stderr)
+        for extra in ([], ["--format", "json"]) if name in ("generate", "depth-sweep") else ([],):
+            out = io.StringIO()
+            full = _full_stdout(unbuffered=True)
+            code, _ = _run_main([name, *args, *extra], out, monkeypatch, stderr=full)
+            assert code == 0 and out.getvalue(), (name, extra)
 
 
 # --- stdout and stderr, as the shell gives them: real file descriptors -------------------------
@@ -261,11 +268,14 @@ def test_dev_full_and_closed_stdout(config_dir: Path) -> None:
 
 
 def test_a_full_or_closed_stderr_and_a_reader_that_leaves() -> None:
-    """A broken stderr keeps the exit code; `| head -1` on ~80 KB of CSV (more than a pipe
+    """A broken stderr keeps the exit code (an error's 2, a success's 0); `| head -1` on ~80 KB of CSV (more than a pipe
     holds, so a write after head has gone fails) is a quiet 141."""
+    generate = ["generate", "lesson-tiny", "--tokens", "1", "--max-new-tokens", "2"]
     started = [_shell(["params", "nope"], "2>/dev/full"), _shell(["params", "nope"], "2>&-"),
+               _shell(generate, "2>/dev/full"),  # its live display writes to stderr
                _shell(["trace", "llama-2-70b", "--seq-len", "8", "-f", "csv"], pipe_to="head -1")]
-    (full, closed, piped) = [(p.communicate(timeout=120), p.returncode) for p in started]
+    (full, closed, live, piped) = [(p.communicate(timeout=120), p.returncode) for p in started]
     assert full == (("", ""), 2) and closed == (("", ""), 2)
+    assert live[1] == 0 and "new tokens" in live[0][0], live
     (stdout, stderr), code = piped
     assert code == 141 and stdout.startswith("path,op,") and stderr == "", (code, stderr)
