@@ -1,0 +1,36 @@
+"""`tfcli run` says what its figures are: a body-only checkpoint, and huge magnitudes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tfcli.cli import app
+from tfcli.render.run import _fixed
+
+
+@pytest.fixture(scope="module")
+def seq_cls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from transformers import LlamaConfig, LlamaForSequenceClassification
+
+    config = LlamaConfig(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, num_labels=1, pad_token_id=0)
+    folder = tmp_path_factory.mktemp("seqcls")
+    LlamaForSequenceClassification(config).save_pretrained(folder)
+    return folder
+
+
+def test_a_body_only_checkpoint_runs_with_a_note(seq_cls_dir: Path) -> None:
+    result = CliRunner().invoke(app, ["run", str(seq_cls_dir), "--tokens", "1,2,3", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["logits_shape"] is None  # the score head is not built: no logits of another model
+    assert any("body only: LlamaForSequenceClassification" in note for note in data["notes"])
+
+
+def test_huge_statistics_print_in_scientific_notation() -> None:
+    assert _fixed(0.01234567, 4) == "0.0123"
+    assert _fixed(-714849245703.67, 3) == "-7.148e+11"
