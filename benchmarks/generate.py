@@ -42,7 +42,7 @@ from _common import (
     machine_facts, median, memory_bandwidth, print_header, random_tokens, table, verdict,
 )
 from tfcli.analysis.params import total_parameters
-from tfcli.engine.generate import generate
+from tfcli.engine.generate import GenerationRequest, generate
 
 SPEEDUP_TARGET = 1.5  # tfcli decode tokens/s / transformers', at least
 BOUND_SHARE_TARGET = 0.70  # tfcli decode tokens/s / bandwidth bound, at least
@@ -79,7 +79,7 @@ class _Stamps(BaseStreamer):
 
 def run_tfcli(spec: Any, weights: Any, prompt: Any, n: int, use_cache: bool = True) -> Run:
     start, stamps, tokens = time.perf_counter(), [], []
-    for step in generate(spec, weights, prompt, max_new_tokens=n, use_cache=use_cache):
+    for step in generate(spec, weights, GenerationRequest(prompt, n), use_cache=use_cache):
         stamps.append(time.perf_counter())
         tokens.append(int(step.tokens[0]))
     return Run(stamps[0] - start, stamps[-1] - stamps[0], stamps[-1] - start, tokens)

@@ -11,7 +11,7 @@ from hypothesis.extra.numpy import arrays
 
 from tests.engine.engine_specs import make_spec
 from tfcli.engine.cache import KVCache
-from tfcli.engine.generate import decode_step, encode, generate, prefill
+from tfcli.engine.generate import GenerationRequest, decode_step, encode, generate, prefill
 from tfcli.engine.model import forward
 from tfcli.engine.sampling import SamplingConfig, sample, top_k_filter, top_p_filter
 from tfcli.engine.weights import init_weights
@@ -29,8 +29,17 @@ def _model(variant, dtype=np.float32, **changes):
     return spec, init_weights(spec, seed=7, dtype=dtype)
 
 
+def _generate(spec, w, prompts, *, max_new_tokens, use_cache=True, stop_token=None,
+              decoder_start=0, **sampling):
+    """generate() called with the old keyword arguments, packed into one GenerationRequest."""
+    stops = () if stop_token is None else (stop_token,)
+    request = GenerationRequest(prompts, max_new_tokens, SamplingConfig(**sampling), stops,
+                                decoder_start)
+    return generate(spec, w, request, use_cache=use_cache)
+
+
 def _steps(spec, w, prompts, **kw):
-    steps = list(generate(spec, w, prompts, max_new_tokens=kw.pop("n", N_NEW), **kw))
+    steps = list(_generate(spec, w, prompts, max_new_tokens=kw.pop("n", N_NEW), **kw))
     return np.stack([s.tokens for s in steps], 1), [s.logits for s in steps]
 
 
@@ -121,7 +130,7 @@ def test_stop_token_ends_each_sequence():
     spec, w = _model("gpt")
     free, _ = _steps(spec, w, PROMPTS, n=12)  # (B, 12) without a stop token
     stop = int(free[0, 2])  # the third token greedy picks for the first prompt
-    steps = list(generate(spec, w, PROMPTS, max_new_tokens=12, stop_token=stop))
+    steps = list(_generate(spec, w, PROMPTS, max_new_tokens=12, stop_token=stop))
     out = np.stack([s.tokens for s in steps], 1)  # (B, n)
     for row, expected in zip(out, free):
         hits = np.flatnonzero(expected[: out.shape[1]] == stop)
@@ -144,13 +153,13 @@ def test_generation_ends_once_every_sequence_has_stopped():
     free, _ = _steps(spec, w, [PROMPTS[0]], n=12)  # one prompt: its own token stops it
     stop = int(free[0, 3])
     first = int(np.flatnonzero(free[0] == stop)[0])
-    steps = list(generate(spec, w, [PROMPTS[0]], max_new_tokens=12, stop_token=stop))
+    steps = list(_generate(spec, w, [PROMPTS[0]], max_new_tokens=12, stop_token=stop))
     assert len(steps) == first + 1 and steps[-1].finished.all()
 
 
 def test_max_new_tokens_zero_yields_nothing():
     spec, w = _model("gpt")
-    assert list(generate(spec, w, PROMPTS, max_new_tokens=0)) == []
+    assert list(_generate(spec, w, PROMPTS, max_new_tokens=0)) == []
 
 
 @pytest.mark.parametrize("variant, prompts, kw, message", [
@@ -175,7 +184,7 @@ def test_max_new_tokens_zero_yields_nothing():
 def test_bad_requests_fail_before_any_work(variant, prompts, kw, message):
     spec, w = _model(variant)
     with pytest.raises(BadInputError, match=message):
-        generate(spec, w, prompts, **kw)  # raised by the call itself, not on first next()
+        _generate(spec, w, prompts, **kw)  # raised by the call itself, not on first next()
 
 
 # --- samplers --------------------------------------------------------------------------------
@@ -229,9 +238,9 @@ def test_decode_threads_follow_the_core_watch(monkeypatch):
 
     monkeypatch.setattr(generate_module, "decode_step", recording_step)
     spec, w = _model("gpt")
-    list(generate(spec, w, PROMPTS[:1], max_new_tokens=7))
+    list(_generate(spec, w, PROMPTS[:1], max_new_tokens=7))
     assert used == [2, 2, 1, 1, 2, 2]
     used.clear()
-    list(generate(spec, w, PROMPTS[:1], max_new_tokens=7, use_cache=False))
+    list(_generate(spec, w, PROMPTS[:1], max_new_tokens=7, use_cache=False))
     assert used == []  # uncached runs are matrix-matrix work: the engine's own pool
 

@@ -28,7 +28,7 @@ from transformers import (
 )
 
 from tfcli.checkpoints import load_checkpoint
-from tfcli.engine.generate import generate
+from tfcli.engine.generate import GenerationRequest, generate
 
 VOCAB, NEW_TOKENS = 96, 12
 PROMPTS = [[5, 17, 33, 2, 80], [9, 1, 4]]
@@ -89,7 +89,8 @@ def _hf_greedy(model: PreTrainedModel, prompt: list[int]) -> list[int]:
 
 def _tfcli_greedy(path: Path, prompts: list[list[int]], use_cache: bool = True) -> list[list[int]]:
     spec, weights = load_checkpoint(path)
-    steps = list(generate(spec, weights, prompts, max_new_tokens=NEW_TOKENS, use_cache=use_cache))
+    request = GenerationRequest(prompts, NEW_TOKENS)
+    steps = list(generate(spec, weights, request, use_cache=use_cache))
     return np.stack([s.tokens for s in steps], axis=1).tolist()  # (B, NEW_TOKENS)
 
 

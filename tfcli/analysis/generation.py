@@ -14,7 +14,8 @@ from tfcli.analysis.memory import MemoryEstimate, Workload, generate_estimate
 from tfcli.analysis.finite import check_step, quiet_numerics
 from tfcli.analysis.model_source import Model
 from tfcli.analysis.params import kv_cache_bytes
-from tfcli.engine.generate import generate
+from tfcli.engine.generate import GenerationRequest, generate
+from tfcli.engine.sampling import SamplingConfig
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 from tfcli.tokenizer import (BYTE_VOCAB, ByteTokenizer, Tokenizer, fit_length, get_tokenizer,
@@ -189,11 +190,11 @@ def _optional_tokenizer(model: Model) -> Tokenizer | None:
 
 def _run(model: Model, request: GenerateRequest, use_cache: bool,
          on_token: Callable[[list[int]], None] | None) -> Timed:
-    steps = generate(
-        model.spec, model.weights, [request.prompt_tokens], max_new_tokens=request.max_new_tokens,
-        temperature=request.temperature, top_k=request.top_k, top_p=request.top_p,
-        seed=request.seed, stop_token=request.stop_token, use_cache=use_cache,
-    )
+    sampling = SamplingConfig(request.temperature, request.top_k, request.top_p, request.seed)
+    stops = () if request.stop_token is None else (request.stop_token,)
+    engine_request = GenerationRequest((request.prompt_tokens,), request.max_new_tokens,
+                                       sampling, stops)
+    steps = generate(model.spec, model.weights, engine_request, use_cache=use_cache)
     tokens: list[int] = []
     logits: list[Array] = []
     start = time.perf_counter()

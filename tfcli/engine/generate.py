@@ -38,6 +38,23 @@ class GenerationStep:
     cache_bytes: int = 0  # bytes the KV cache actually allocated (0 when uncached)
 
 
+@dataclass(frozen=True)
+class GenerationRequest:
+    """What to generate: the one object passed from the command line to the engine.
+
+    prompts: one token sequence, a (B, L) array, or a list of sequences of any lengths. For
+    encoder-decoder they are the sources; the decoder starts from `decoder_start` (T5: 0).
+    Generation stops after max_new_tokens, or once every sequence has produced one of
+    `stop_tokens` (a finished sequence repeats the stop token it produced).
+    """
+
+    prompts: Sequence[Sequence[int]] | Array
+    max_new_tokens: int
+    sampling: SamplingConfig = SamplingConfig()
+    stop_tokens: tuple[int, ...] = ()
+    decoder_start: int = 0
+
+
 @dataclass
 class Batch:
     """Left-padded prompts with the per-slot bookkeeping every step needs."""
@@ -67,9 +84,9 @@ def _prompt_rows(prompts: Sequence[Sequence[int]] | Array) -> list[Array]:
     return rows
 
 
-def check_request(spec: Spec, rows: list[Array], max_new_tokens: int, config: SamplingConfig,
-                  stop_token: int | None = None, decoder_start: int = 0) -> None:
+def check_request(spec: Spec, rows: list[Array], request: GenerationRequest) -> None:
     """Every reason generation cannot run, raised as BadInputError before any compute."""
+    max_new_tokens = request.max_new_tokens
     if spec.family == "encoder":
         raise BadInputError(f"{spec.name} is encoder-only: generation needs a decoder")
     if not spec.lm_head:
@@ -84,9 +101,10 @@ def check_request(spec: Spec, rows: list[Array], max_new_tokens: int, config: Sa
         if r.min() < 0 or r.max() >= spec.vocab_size:
             bad = int(r[(r < 0) | (r >= spec.vocab_size)][0])
             raise BadInputError(f"token id {bad} is outside the vocabulary [0, {spec.vocab_size})")
-    config.validate()
-    for name, token in (("stop_token", stop_token), ("decoder_start", decoder_start)):
-        if token is not None and not 0 <= token < spec.vocab_size:  # would never match / index
+    request.sampling.validate()
+    named = [("stop_token", t) for t in request.stop_tokens]
+    for name, token in named + [("decoder_start", request.decoder_start)]:
+        if not 0 <= token < spec.vocab_size:  # would never match / index
             raise BadInputError(f"{name} {token} is outside the vocabulary [0, {spec.vocab_size})")
     decoder_len = (1 if spec.family == "encoder-decoder" else max(r.size for r in rows))
     if spec.family == "encoder-decoder" and max(r.size for r in rows) > spec.max_seq_len:
@@ -193,31 +211,17 @@ def _uncached_logits(spec: Spec, weights: Weights, sequence: Array, batch: Batch
 # --- the loop --------------------------------------------------------------------------------
 
 
-def generate(
-    spec: Spec,
-    weights: Weights,
-    prompts: Sequence[Sequence[int]] | Array,
-    *,
-    max_new_tokens: int,
-    temperature: float = 0.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    seed: int | None = 0,
-    stop_token: int | None = None,
-    use_cache: bool = True,
-    decoder_start: int = 0,
-) -> Iterator[GenerationStep]:
-    """Yield one GenerationStep per new token, as soon as it is chosen.
+def generate(spec: Spec, weights: Weights, request: GenerationRequest, *,
+             use_cache: bool = True) -> Iterator[GenerationStep]:
+    """Yield one GenerationStep per new token, as soon as it is chosen. Every bad request is
+    refused (BadInputError) by the call itself, before the first step.
 
-    prompts: one token sequence, a (B, L) array, or a list of sequences of any lengths. For
-    encoder-decoder they are the sources; the decoder starts from `decoder_start` (T5: 0).
-    Stops after max_new_tokens, or once every sequence has produced stop_token.
+    `use_cache=False` recomputes the whole prefix every step (the baseline the cache is
+    measured against); the tokens are the same.
     """
-    rows = _prompt_rows(prompts)
-    config = SamplingConfig(temperature, top_k, top_p, seed)
-    check_request(spec, rows, max_new_tokens, config, stop_token, decoder_start)
-    return _generate(spec, weights, rows, max_new_tokens, config, stop_token, use_cache,
-                     decoder_start)
+    rows = _prompt_rows(request.prompts)
+    check_request(spec, rows, request)
+    return _generate(spec, weights, rows, request, use_cache)
 
 
 def _decode_threads(watch: CoreWatch | None, threads: int, first: bool) -> int:
@@ -232,15 +236,16 @@ def _decode_threads(watch: CoreWatch | None, threads: int, first: bool) -> int:
     return idle_cores(watch.cores) if first else threads
 
 
-def _generate(spec: Spec, weights: Weights, rows: list[Array], max_new_tokens: int,
-              config: SamplingConfig, stop_token: int | None, use_cache: bool,
-              decoder_start: int) -> Iterator[GenerationStep]:
+def _generate(spec: Spec, weights: Weights, rows: list[Array], request: GenerationRequest,
+              use_cache: bool) -> Iterator[GenerationStep]:
+    config, max_new_tokens = request.sampling, request.max_new_tokens
+    stops = np.asarray(request.stop_tokens, dtype=np.int64)  # (n_stop,)
     rng = np.random.default_rng(config.seed)
     encoder_out = encoder_mask = None
     if spec.family == "encoder-decoder":
         source, encoder_mask = right_pad(rows)
         encoder_out = encode(spec, weights, source, encoder_mask)  # (B, S, d)
-        rows = [np.array([decoder_start])] * len(rows)
+        rows = [np.array([request.decoder_start])] * len(rows)
     max_len = max(r.size for r in rows) + max_new_tokens
     batch = left_pad(rows, max_len)
     dtype = weights.token_embedding.dtype
@@ -248,6 +253,7 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], max_new_tokens: i
     cache = KVCache(spec, len(rows), max_len, dtype, source_len) if use_cache else None
     sequence = batch.tokens  # (B, L), grows by one column per step (only read when uncached)
     finished = np.zeros(len(rows), dtype=bool)
+    held = np.zeros(len(rows), dtype=np.int64)  # (B,) last tokens, repeated once finished
     watch = CoreWatch(WORKERS) if use_cache and max_new_tokens > 1 and WORKERS > 1 else None
     threads = 1
     for step in range(max_new_tokens):
@@ -263,9 +269,10 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], max_new_tokens: i
                                  encoder_out=encoder_out, encoder_mask=encoder_mask,
                                  threads=threads)
         tokens = sample(logits, config, rng)  # (B,)
-        if stop_token is not None:
-            tokens = np.where(finished, stop_token, tokens)
-            finished = finished | (tokens == stop_token)
+        if stops.size:
+            tokens = np.where(finished, held, tokens)  # a finished row repeats its stop token
+            held = tokens
+            finished = finished | np.isin(tokens, stops)
         yield GenerationStep(step, tokens, logits, finished.copy(),
                              cache.nbytes if cache is not None else 0)
         if finished.all():
