@@ -41,7 +41,7 @@ from _common import (
     add_common_options, configure_torch, emit, gpt2_pair, gpt2_results, int_list, interleave,
     machine_facts, median, memory_bandwidth, print_header, random_tokens, table, verdict,
 )
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.engine.generate import GenerationRequest, generate
 
 SPEEDUP_TARGET = 1.5  # tfcli decode tokens/s / transformers', at least

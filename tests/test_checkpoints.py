@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.checkpoints import (
     SUPPORTED_MODEL_TYPES,
     load_checkpoint,

@@ -109,7 +109,7 @@ def params_cmd(
 
     Example: tfcli params llama-3-8b --context 8192 --batch 4 --kv-dtype bfloat16
     """
-    from tfcli.analysis.params import KV_DTYPES
+    from tfcli.params import KV_DTYPES
     from tfcli.analysis.params_report import build_params_report
     from tfcli.errors import BadInputError
     from tfcli.render.params import render_params

@@ -6,7 +6,7 @@ import tracemalloc
 
 import pytest
 
-from tfcli.analysis.params import components, kv_cache_bytes, total_parameters
+from tfcli.params import components, kv_cache_bytes, total_parameters
 from tfcli.analysis.params_report import build_params_report
 from tfcli.spec import Spec
 from tfcli.spec_io import bundled_spec_names, load_spec

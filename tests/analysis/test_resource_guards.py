@@ -13,7 +13,7 @@ import pytest
 from tfcli.analysis import memory, run
 from tfcli.analysis.memory import (LimitSources, MemoryEstimate, MemoryLimit, Workload,
                                    check_fits, generate_estimate, memory_limit, run_estimate)
-from tfcli.analysis.params import kv_cache_bytes, total_parameters
+from tfcli.params import kv_cache_bytes, total_parameters
 from tfcli.errors import BadInputError
 from tfcli.spec_io import load_spec
 

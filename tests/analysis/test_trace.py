@@ -9,7 +9,7 @@ import tracemalloc
 
 import pytest
 
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.analysis.trace import TraceReport, build_trace
 from tfcli.analysis.trace_check import compare, execute_bytes, execute_check
 from tfcli.errors import BadInputError

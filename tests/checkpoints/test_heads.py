@@ -17,7 +17,7 @@ import torch
 import transformers
 
 from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_config, write_model
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.checkpoints import load_weights, spec_from_config, spec_from_config_dir
 from tfcli.checkpoints.heads import ARCHITECTURES, REFUSED
 from tfcli.engine.weights import count_parameters

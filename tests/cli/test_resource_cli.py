@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from tfcli.analysis.memory import MemoryLimit
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.spec_io import load_spec
 
 GB = 10**9

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.spec_io import load_spec
 
 

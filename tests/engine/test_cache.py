@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.engine.engine_specs import make_spec
-from tfcli.analysis.params import kv_cache_bytes
+from tfcli.params import kv_cache_bytes
 from tfcli.engine.cache import KVCache
 from tfcli.errors import BadInputError
 from tfcli.spec_io import load_spec

@@ -12,7 +12,7 @@ import pytest
 from tests.engine.engine_specs import BASE, VARIANTS, make_spec
 from tests.tolerance import assert_close
 
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.engine.model import forward
 from tfcli.engine.weights import (
     FFNWeights, MoEWeights, arrange_weights, count_parameters, fuse_columns, fused_array,

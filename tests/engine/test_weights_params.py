@@ -1,4 +1,4 @@
-"""init_weights allocates exactly the parameters tfcli.analysis.params counts."""
+"""init_weights allocates exactly the parameters tfcli.params counts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from tests.engine.engine_specs import VARIANTS, make_spec
 
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.engine.weights import count_parameters, init_weights
 from tfcli.spec_io import load_spec
 

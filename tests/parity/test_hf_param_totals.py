@@ -29,7 +29,7 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.checkpoints import spec_from_config
 from tfcli.spec import Spec
 from tfcli.spec_io import load_spec

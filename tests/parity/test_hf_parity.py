@@ -44,7 +44,7 @@ from transformers.models.mistral import modeling_mistral as mistral
 from transformers.models.mixtral import modeling_mixtral as mixtral
 from transformers.models.t5 import modeling_t5 as t5
 
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import forward
 from tfcli.engine.weights import count_parameters, fused_projection

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tfcli.analysis.params import total_parameters
 from tfcli.errors import TfcliError
+from tfcli.params import total_parameters
 from tfcli.spec import Spec
 from tfcli.spec_io import bundled_spec_names, load_spec
 

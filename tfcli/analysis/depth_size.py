@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tfcli.analysis.memory import MemoryEstimate, forward_activation_bytes
-from tfcli.analysis.params import total_parameters
+from tfcli.params import total_parameters
 from tfcli.spec import Spec
 
 if TYPE_CHECKING:

@@ -13,10 +13,10 @@ import numpy as np
 from tfcli.analysis.memory import MemoryEstimate, Workload, generate_estimate
 from tfcli.analysis.finite import check_step, quiet_numerics
 from tfcli.analysis.model_source import Model
-from tfcli.analysis.params import kv_cache_bytes
 from tfcli.engine.generate import GenerationRequest, generate
 from tfcli.engine.sampling import SamplingConfig
 from tfcli.errors import BadInputError
+from tfcli.params import kv_cache_bytes
 from tfcli.spec import Spec
 from tfcli.tokenizer import (BYTE_VOCAB, ByteTokenizer, Tokenizer, fit_length, get_tokenizer,
                              parse_token_list)
@@ -88,7 +88,7 @@ class GenerateResult:
     new_text: str | None
     cached: Timed | None
     uncached: Timed | None
-    kv_formula_bytes: int  # tfcli.analysis.params.kv_cache_bytes for this run
+    kv_formula_bytes: int  # tfcli.params.kv_cache_bytes for this run
     check: CacheCheck | None
     notes: list[str] = field(default_factory=list)
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tfcli.analysis.params import kv_cache_bytes, total_parameters
 from tfcli.errors import BadInputError
+from tfcli.params import kv_cache_bytes, total_parameters
 from tfcli.spec import Spec
 
 UNLIMITED = 1 << 60  # cgroup v1 writes "no limit" as a page-rounded 2^63 - 1; anything this big

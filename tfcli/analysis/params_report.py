@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from tfcli.analysis.params import (
+from tfcli.params import (
     ATTENTION, DTYPE_BYTES, EMBEDDING, FFN, HEAD, WEIGHT_DTYPES,
     Component, components, inactive_expert_parameters, kv_cache_bytes, kv_cache_bytes_per_token,
 )

@@ -9,7 +9,7 @@ Entry points for `tfcli trace`:
     report = report.at_depth(depth)   # to_dict() / csv_rows() then fold to that depth
     tfcli.render.trace.render_trace(report)
 
-Parameters are attributed from tfcli.analysis.params.components, so the rows sum to
+Parameters are attributed from tfcli.params.components, so the rows sum to
 total_parameters(spec). The T5 relative-bias table of each stack is owned by the `scores` op of
 that stack's first block; a table shared by source and target (token, position) is owned by
 the first `embed` rows (the encoder's).
@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tfcli.analysis.params import DTYPE_BYTES, components
 from tfcli.errors import BadInputError
+from tfcli.params import DTYPE_BYTES, components
 from tfcli.spec import Spec
 
 Shape = tuple[int, ...]

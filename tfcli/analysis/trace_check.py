@@ -13,9 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tfcli.analysis.params import total_parameters
 from tfcli.analysis.trace import Shape, TraceReport, TraceRow, build_trace, expand_rows
 from tfcli.errors import BadInputError
+from tfcli.params import total_parameters
 from tfcli.spec import Spec
 
 EXECUTE_BUDGET_BYTES = 8 * 2**30  # upper bound on the memory --execute may use

@@ -4,7 +4,7 @@ The spec decides which arrays exist and their shapes: a shape-only skeleton buil
 Initializer as `init_weights` lists every Weights path. Loading then (1) expands the table over
 blocks and experts, (2) checks that every needed tensor is present with the expected shape and
 that no unknown tensor is left over, (3) reads and places the tensors, (4) checks the total
-against `tfcli.analysis.params.total_parameters`.
+against `tfcli.params.total_parameters`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tfcli.analysis.params import total_parameters
 from tfcli.checkpoints.configs import config_file, model_type, read_config, spec_from_config_dir
 from tfcli.checkpoints.names import TABLES, Rule, Table
 from tfcli.checkpoints.tensors import TensorSource
 from tfcli.engine.weights import Initializer, Weights, count_parameters, arrange_weights
 from tfcli.errors import BadInputError
+from tfcli.params import total_parameters
 from tfcli.spec import Spec
 
 Array = np.ndarray

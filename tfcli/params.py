@@ -1,7 +1,10 @@
-"""Analytic parameter counts per component. Never allocates a weight array.
+"""Analytic parameter counts per component, a pure function of the Spec. Never allocates a
+weight array.
 
 Each Component mirrors one array (or one repeated group of arrays) in tfcli.engine.weights, so
-the count here equals what init_weights allocates, to the parameter.
+the count here equals what init_weights allocates, to the parameter. This module sits below the
+engine, the checkpoint loader and the analyses (it imports only tfcli.spec; tests/test_layering.py
+keeps it so): all of them count with it.
 """
 
 from __future__ import annotations
