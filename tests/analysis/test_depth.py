@@ -21,6 +21,7 @@ from tfcli.analysis.depth_stack import (
     t5_position_bias,
 )
 from tfcli.engine.attention import attention
+from tfcli.engine.inputs import StackInput
 from tfcli.engine.model import block_forward
 from tfcli.engine.weights import Initializer
 from tfcli.errors import BadInputError
@@ -193,7 +194,7 @@ def test_stack_matches_the_engine_block() -> None:
     for placement in ("pre", "post"):
         placed, x = spec.replace(norm_placement=placement), x0
         for weights in layers:
-            x = block_forward(placed, weights, x, causal=True)
+            x = block_forward(placed, weights, x, StackInput.over(x.shape[1], True))
         np.testing.assert_allclose(result.point(depth, placement).norm_mean,
                                    np.linalg.norm(x, axis=-1).mean(), rtol=1e-12)
 
@@ -213,7 +214,9 @@ def test_packed_attention_equals_per_sequence_attention(name: str, window: int |
     weights = Initializer(spec, np.random.default_rng(1), np.float64).attention()
     x = np.random.default_rng(2).normal(size=(23, 7, 32))  # 23 sequences: the last pack is partial
     bias = t5_position_bias(spec, np.random.default_rng(3), 7, causal, np.dtype(np.float64))
-    expected = attention(spec, weights, x, causal=causal, position_bias=bias)
+    positions = np.arange(7)[None]  # (1, T)
+    expected = attention(spec, weights, x, StackInput(causal, positions, positions,
+                                                      position_bias=bias))
     packed = _Packing(causal, bias, np.dtype(np.float64), spec.sliding_window).attention(
         spec, weights, x)
     np.testing.assert_allclose(packed, expected, rtol=0, atol=1e-13)

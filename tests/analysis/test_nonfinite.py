@@ -22,7 +22,7 @@ from tfcli.analysis.generation import CACHE_TOLERANCE, GenerateRequest, generate
 from tfcli.analysis.model_source import Model
 from tfcli.analysis.run import RunInputs, run_forward
 from tfcli.engine.cache import KVCache
-from tfcli.engine.model import forward
+from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.sampling import MIN_TEMPERATURE, SamplingConfig, sample
 from tfcli.engine.weights import init_weights
 from tfcli.errors import BadInputError, SpecConsistencyError, SpecError
@@ -187,7 +187,7 @@ def test_the_block_by_block_replay_is_the_forward_pass(text: str) -> None:
     m = model(text, "float64")
     tokens = np.array([[1, 2, 3, 4, 5]])
     target = np.array([[0, 3, 1]]) if m.spec.family == "encoder-decoder" else None
-    out = forward(m.spec, m.weights, tokens, decoder_tokens=target)
+    out = forward(m.spec, m.weights, ModelInput(tokens, decoder_tokens=target))
     stages = list(_stages(m.spec, m.weights, tokens, target))
     last = out.logits if out.logits is not None else out.hidden
     # float64, a handful of reassociated sums of <= 32 terms: 1e-12 relative is ~5000 eps.

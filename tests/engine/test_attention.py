@@ -15,7 +15,8 @@ from hypothesis.extra.numpy import arrays
 from tests.engine.engine_specs import make_spec
 from tests.tolerance import assert_close
 from tfcli.engine import attention as attention_module
-from tfcli.engine.attention import attend, attention
+from tfcli.engine.attention import ScoreMask, attend, attention, cross_attention
+from tfcli.engine.inputs import StackInput
 from tfcli.engine.ops import softmax
 from tfcli.engine.positions import relative_buckets, sinusoidal
 from tfcli.engine.weights import init_weights
@@ -78,7 +79,7 @@ def test_attention_matches_a_per_head_loop(variant, changes, causal):
     key_mask = np.ones((2, 7), bool)
     key_mask[1, 5:] = False
     key_mask[0, :2] = False  # with causal, queries 0-1 of sequence 0 see nothing at all
-    got = attention(spec, w, x, causal=causal, key_mask=key_mask, positions=positions)
+    got = attention(spec, w, x, StackInput(causal, positions, positions, key_mask=key_mask))
     expected = _loop_attention(spec, w, x, positions, causal, key_mask)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
     assert not np.isnan(got).any()
@@ -90,7 +91,8 @@ def test_cross_attention_matches_a_per_head_loop():
     rng = np.random.default_rng(1)
     x, context = rng.normal(size=(2, 4, spec.d_model)), rng.normal(size=(2, 6, spec.d_model))
     key_mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]], bool)
-    got = attention(spec, w, x, context=context, causal=False, key_mask=key_mask)
+    side = StackInput.over(4, False, encoder_out=context, encoder_mask=key_mask)
+    got = cross_attention(spec, w, x, side)
     expected = _loop_attention(spec, w, x, None, False, key_mask, context=context)
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
 
@@ -138,8 +140,7 @@ def test_blocked_attend_equals_one_dense_softmax(n_queries, offset, n_kv, causal
     expected = np.einsum("bhts,bhsd->bthd", softmax(scores), np.repeat(v, n_heads // n_kv, axis=1))
     with patch.object(attention_module, "QUERY_BLOCK_BYTES", 8), \
             patch.object(attention_module, "MIN_QUERY_BLOCK", data.draw(st.integers(1, 3))):
-        got = attend(q, k, v, 0.5, causal_offset=offset if causal else None, window=window,
-                     key_mask=key_mask, position_bias=bias)
+        got = attend(q, k, v, 0.5, ScoreMask(offset if causal else None, window, key_mask, bias))
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
@@ -168,7 +169,7 @@ def test_sliding_window_across_query_blocks(window, min_block):
         key_mask[1, : n_keys // 3] = False  # left padding in the second sequence
         with patch.object(attention_module, "QUERY_BLOCK_BYTES", 8), \
                 patch.object(attention_module, "MIN_QUERY_BLOCK", min_block):
-            got = attend(q, k, v, 0.5, causal_offset=offset, window=window, key_mask=key_mask)
+            got = attend(q, k, v, 0.5, ScoreMask(offset, window, key_mask))
         np.testing.assert_allclose(got, _dense_windowed(q, k, v, offset, window, key_mask),
                                    rtol=1e-12, atol=1e-12, err_msg=f"{n_queries=} {offset=}")
 
@@ -180,7 +181,7 @@ def test_sliding_window_skips_keys_outside_it():
     q, k, v = (rng.normal(size=(1, 2, 1, 4)) for _ in range(3))
     k = np.concatenate([np.full((1, 2, 6, 4), np.nan), rng.normal(size=(1, 2, 3, 4))], axis=2)
     v = np.concatenate([np.full((1, 2, 6, 4), np.nan), rng.normal(size=(1, 2, 3, 4))], axis=2)
-    got = attend(q, k, v, 0.5, causal_offset=8, window=3)  # query at 8 sees keys 6, 7, 8
+    got = attend(q, k, v, 0.5, ScoreMask(causal_offset=8, window=3))  # query at 8 sees keys 6, 7, 8
     # Close, not equal: a slice of the padded keys is strided, the reference's keys are not, and
     # NumPy may take another matmul loop for them. A NaN key read would still fail it. Roundings:
     # 4-term scores, exp, a 3-term sum and a division, 3-term outputs; 16 covers them.

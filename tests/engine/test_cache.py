@@ -54,4 +54,4 @@ def test_cross_kv_is_stored_once():
     cache.set_cross(0, k, k)
     assert cache.cross(0)[0] is cache.cross_k[0] and cache.cross(1) is None
     cache.reset()
-    assert cache.cross(0) is None and cache.pos == 0
+    assert cache.cross(0) is None and cache.length == 0

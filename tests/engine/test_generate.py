@@ -3,6 +3,8 @@ seeded sampling, sampler sets, and every bad request refused before any work."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,8 +13,8 @@ from hypothesis.extra.numpy import arrays
 
 from tests.engine.engine_specs import make_spec
 from tfcli.engine.cache import KVCache
-from tfcli.engine.generate import GenerationRequest, decode_step, encode, generate, prefill
-from tfcli.engine.model import forward
+from tfcli.engine.generate import Batch, GenerationRequest, decode_step, encode, generate, prefill
+from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.sampling import SamplingConfig, sample, top_k_filter, top_p_filter
 from tfcli.engine.weights import init_weights
 from tfcli.errors import BadInputError
@@ -65,14 +67,14 @@ def test_prefill_and_decode_steps_called_directly_match_a_full_forward(variant):
         source, decoder_in = sequence[:, :5], sequence[:, 3:]  # (1, 5), (1, 6)
         encoder_out = encode(spec, w, source)
     cache = KVCache(spec, 1, decoder_in.shape[1], source_len=0 if source is None else 5)
-    steps = [prefill(spec, w, decoder_in[:, :n_prompt], cache, encoder_out=encoder_out)]
+    side = Batch(encoder_out=encoder_out)
+    steps = [prefill(spec, w, decoder_in[:, :n_prompt], cache, side)]
     for slot in range(n_prompt, decoder_in.shape[1]):
-        steps.append(decode_step(spec, w, decoder_in[:, slot], slot, cache,
-                                 encoder_out=encoder_out))
+        steps.append(decode_step(spec, w, decoder_in[:, slot], slot, cache, side))
     if source is None:
         full = forward(spec, w, decoder_in).logits  # (1, T, V)
     else:
-        full = forward(spec, w, source, decoder_tokens=decoder_in).logits
+        full = forward(spec, w, ModelInput(source, decoder_tokens=decoder_in)).logits
     for i, logits in enumerate(steps):
         np.testing.assert_allclose(logits[0], full[0, n_prompt - 1 + i], rtol=1e-4, atol=1e-4)
 
@@ -82,8 +84,8 @@ def test_prefill_starts_a_reused_cache_afresh_cross_attention_included():
     cache = KVCache(spec, 1, 4, source_len=5)
     target = np.array([[0, 7, 3]])
     for source in (np.array([[1, 2, 3, 4, 5]]), np.array([[9, 8, 7, 6, 5]])):
-        logits = prefill(spec, w, target, cache, encoder_out=encode(spec, w, source))
-        expected = forward(spec, w, source, decoder_tokens=target).logits[:, -1]
+        logits = prefill(spec, w, target, cache, Batch(encoder_out=encode(spec, w, source)))
+        expected = forward(spec, w, ModelInput(source, decoder_tokens=target)).logits[:, -1]
         np.testing.assert_allclose(logits, expected, rtol=1e-4, atol=1e-4)
 
 
@@ -229,12 +231,21 @@ def test_decode_threads_follow_the_core_watch(monkeypatch):
     monkeypatch.setattr(generate_module, "WORKERS", 2)
     monkeypatch.setattr(generate_module.CoreWatch, "reading", lambda self: next(readings))
     monkeypatch.setattr(generate_module, "idle_cores", lambda cores: 2)
-    used = []
-    real_step = generate_module.decode_step
+    used, current = [], [None]  # BLAS thread counts seen by decode steps; the one set now
+    real_step, real_threads = generate_module.decode_step, generate_module.blas_threads
 
-    def recording_step(*args, threads, **kwargs):
-        used.append(threads)
-        return real_step(*args, threads=threads, **kwargs)
+    @contextmanager
+    def recording_threads(n):
+        current.append(n)
+        with real_threads(n):
+            yield
+        current.pop()
+
+    def recording_step(*args, **kwargs):
+        used.append(current[-1])
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(generate_module, "blas_threads", recording_threads)
 
     monkeypatch.setattr(generate_module, "decode_step", recording_step)
     spec, w = _model("gpt")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfcli.engine.inputs import StackInput
 from tfcli.engine.model import block_forward, forward_hidden
 from tfcli.engine.weights import AttentionWeights, BlockWeights, FFNWeights, NormWeights, init_weights
 from tfcli.spec_io import load_spec
@@ -73,7 +74,7 @@ def test_lesson_tiny_reproduces_the_printed_norms():
     X, params = _lesson_arrays()
     weights = init_weights(spec, 0, np.float64)
     weights.decoder.blocks = [_lesson_block_weights(params)] * 4  # one block, shared 4 times
-    out = forward_hidden(spec, weights.decoder, X[None], causal=True)[0]  # (8, 16)
+    out = forward_hidden(spec, weights.decoder, X[None], StackInput.over(N, True))[0]  # (8, 16)
     assert out.shape == (N, D) and out.dtype == np.float64
     assert [round(float(np.linalg.norm(row)), 2) for row in out] == LESSON_NORMS
 
@@ -82,5 +83,5 @@ def test_block_forward_equals_the_lesson_block():
     spec = load_spec("lesson-tiny")
     X, params = _lesson_arrays()
     expected = _lesson_block(X, *params)
-    got = block_forward(spec, _lesson_block_weights(params), X[None], causal=True)[0]
+    got = block_forward(spec, _lesson_block_weights(params), X[None], StackInput.over(N, True))[0]
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)

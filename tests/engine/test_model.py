@@ -8,7 +8,7 @@ import pytest
 
 from tests.engine.engine_specs import BASE, VARIANTS, make_spec
 from tests.tolerance import assert_close
-from tfcli.engine.model import forward
+from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.weights import init_weights
 from tfcli.errors import BadInputError
 
@@ -20,7 +20,8 @@ TARGET = RNG.integers(0, 61, size=(3, 5))
 def _run(spec, weights, tokens, **kw):
     if spec.family == "encoder-decoder":
         kw.setdefault("decoder_tokens", TARGET[: tokens.shape[0]])
-    return forward(spec, weights, tokens, **kw)
+    observe = kw.pop("observe", None)
+    return forward(spec, weights, ModelInput(tokens, **kw), observe)
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -68,7 +69,8 @@ def test_left_padding_with_positions_gives_each_sequence_its_own_result(variant)
     pads = 9 - lengths
     mask = np.arange(9)[None, :] >= pads[:, None]  # (3, 9), real tokens at the right
     positions = np.maximum(np.arange(9)[None, :] - pads[:, None], 0)
-    batch = forward(spec, w, np.where(mask, TOKENS, 0), attention_mask=mask, positions=positions)
+    batch = forward(spec, w, ModelInput(np.where(mask, TOKENS, 0), attention_mask=mask,
+                                       positions=positions))
     assert not np.isnan(batch.hidden).any()  # the first padded queries see no key at all
     for i, n in enumerate(lengths):
         alone = forward(spec, w, TOKENS[i : i + 1, 9 - n :])
@@ -77,14 +79,15 @@ def test_left_padding_with_positions_gives_each_sequence_its_own_result(variant)
 
 def test_a_fully_masked_sequence_gives_finite_output():
     spec = make_spec("bert")
-    out = forward(spec, init_weights(spec), TOKENS[:2], attention_mask=np.array([[1] * 9, [0] * 9]))
+    out = forward(spec, init_weights(spec),
+                  ModelInput(TOKENS[:2], attention_mask=np.array([[1] * 9, [0] * 9])))
     assert np.isfinite(out.hidden).all() and np.isfinite(out.pooled).all()
 
 
 def test_heads_follow_their_formulas():
     t5 = make_spec("t5")
     w = init_weights(t5, seed=0, dtype=np.float64)
-    out = forward(t5, w, TOKENS, decoder_tokens=TARGET)
+    out = forward(t5, w, ModelInput(TOKENS, decoder_tokens=TARGET))
     # Each head is one product over d_model terms, in the engine's own layout and call shape
     # (another BLAS order), plus the rescale, bias or tanh: d_model + 2 roundings.
     head_ops = BASE["d_model"] + 2
@@ -104,8 +107,10 @@ def test_token_types_change_the_result():
     spec = make_spec("bert")
     w = init_weights(spec, seed=0, dtype=np.float64)
     zeros = forward(spec, w, TOKENS).hidden
-    assert np.array_equal(zeros, forward(spec, w, TOKENS, token_types=np.zeros_like(TOKENS)).hidden)
-    assert not np.allclose(zeros, forward(spec, w, TOKENS, token_types=np.ones_like(TOKENS)).hidden)
+    same = ModelInput(TOKENS, token_types=np.zeros_like(TOKENS))
+    other = ModelInput(TOKENS, token_types=np.ones_like(TOKENS))
+    assert np.array_equal(zeros, forward(spec, w, same).hidden)
+    assert not np.allclose(zeros, forward(spec, w, other).hidden)
 
 
 def test_out_of_vocab_tokens_are_bad_input():
@@ -133,7 +138,7 @@ def test_malformed_side_inputs_are_bad_input(variant, kw, message):
     spec = make_spec(variant)
     tokens = np.array([[1, 2, 3, 4, 5]])
     with pytest.raises(BadInputError, match=message):
-        forward(spec, init_weights(spec), tokens, **kw)
+        forward(spec, init_weights(spec), ModelInput(tokens, **kw))
 
 
 def test_an_empty_batch_is_bad_input():

@@ -13,7 +13,7 @@ from tests.engine.engine_specs import BASE, VARIANTS, make_spec
 from tests.tolerance import assert_close
 
 from tfcli.params import total_parameters
-from tfcli.engine.model import forward
+from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.weights import (
     FFNWeights, MoEWeights, arrange_weights, count_parameters, fuse_columns, fused_array,
     fused_projection, init_weights, iter_arrays,
@@ -158,8 +158,8 @@ def test_forward_is_the_same_with_and_without_the_layout(variant):
     target = None
     if spec.family == "encoder-decoder":
         target = rng.integers(0, spec.vocab_size, size=(3, 30))
-    ours = forward(spec, weights, tokens, decoder_tokens=target)
-    theirs = forward(spec, plain, tokens, decoder_tokens=target)
+    ours = forward(spec, weights, ModelInput(tokens, decoder_tokens=target))
+    theirs = forward(spec, plain, ModelInput(tokens, decoder_tokens=target))
     assert_close(ours.hidden, theirs.hidden, ops=FORWARD_OPS)
     if ours.logits is not None:
         assert_close(ours.logits, theirs.logits, ops=FORWARD_OPS)

@@ -46,7 +46,7 @@ from transformers.models.t5 import modeling_t5 as t5
 
 from tfcli.params import total_parameters
 from tfcli.checkpoints import load_weights, spec_from_config_dir
-from tfcli.engine.model import forward
+from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.weights import count_parameters, fused_projection
 
 VOCAB, BATCH, LENGTH = 128, 2, 12
@@ -214,8 +214,9 @@ def _hf_outputs(model: PreTrainedModel, inputs: dict[str, np.ndarray]) -> dict[s
 def _tfcli_outputs(path: Path, dtype: type, inputs: dict[str, np.ndarray]) -> dict[str, Any]:
     spec = spec_from_config_dir(path)
     weights = load_weights(path, spec, dtype=dtype)
-    out = forward(spec, weights, inputs["tokens"], attention_mask=inputs.get("attention_mask"),
-                  token_types=inputs.get("token_types"), decoder_tokens=inputs.get("decoder_tokens"))
+    out = forward(spec, weights, ModelInput(
+        inputs["tokens"], attention_mask=inputs.get("attention_mask"),
+        token_types=inputs.get("token_types"), decoder_tokens=inputs.get("decoder_tokens")))
     return {"hidden": out.hidden, "pooled": out.pooled, "logits": out.logits,
             "encoder_hidden": out.encoder_hidden}
 
@@ -297,6 +298,6 @@ def test_sliding_window_over_many_query_blocks_with_padding(tmp_path: Path) -> N
         want = model(input_ids=torch.from_numpy(tokens),
                      attention_mask=torch.from_numpy(mask)).logits.numpy()
     spec = spec_from_config_dir(tmp_path)
-    got = forward(spec, load_weights(tmp_path, spec), tokens, attention_mask=mask).logits
+    got = forward(spec, load_weights(tmp_path, spec), ModelInput(tokens, attention_mask=mask)).logits
     real = mask.astype(bool)
     np.testing.assert_allclose(got[real], want[real], **F32)

@@ -23,6 +23,7 @@ import numpy as np
 
 from tfcli.engine.attention import attention
 from tfcli.engine.blas import blas_threads
+from tfcli.engine.inputs import StackInput
 from tfcli.engine.ffn import ffn
 from tfcli.engine.ops import apply_norm
 from tfcli.engine.positions import relative_bias
@@ -119,8 +120,8 @@ class _Packing:
             chunk = x[start : start + per_call]  # (p, T, d)
             p = chunk.shape[0]
             positions = np.tile(np.arange(length), p)[None]  # (1, p*T)
-            packed = attention(spec, w, chunk.reshape(1, p * length, width), causal=False,
-                               position_bias=self._mask(p, length), positions=positions)
+            inputs = StackInput(False, positions, positions, position_bias=self._mask(p, length))
+            packed = attention(spec, w, chunk.reshape(1, p * length, width), inputs)
             out[start : start + p] = packed.reshape(p, length, width)  # (1, p*T, d) -> (p, T, d)
         return out
 

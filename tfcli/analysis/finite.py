@@ -18,6 +18,7 @@ from dataclasses import fields
 import numpy as np
 
 from tfcli.analysis.model_source import Model
+from tfcli.engine.inputs import StackInput
 from tfcli.engine.model import ForwardOutput, embed, forward_hidden, output_logits
 from tfcli.engine.weights import StackWeights, Weights
 from tfcli.errors import BadInputError, CheckFailedError
@@ -99,17 +100,18 @@ def _stack_stages(spec: Spec, stack: StackWeights, x: Array, *, causal: bool, na
     n_blocks = len(stack.blocks)
     for i, block in enumerate(stack.blocks):
         one = StackWeights([block], None, stack.relative_bias)
-        x = forward_hidden(spec, one, x, causal=causal, encoder_out=encoder_out)
+        x = forward_hidden(spec, one, x, StackInput.over(x.shape[1], causal, None, encoder_out))
         yield f"{name} block {i} (of {n_blocks})", x
     if stack.final_norm is not None:
-        x = forward_hidden(spec, StackWeights([], stack.final_norm), x, causal=causal)
+        x = forward_hidden(spec, StackWeights([], stack.final_norm), x,
+                           StackInput.over(x.shape[1], causal))
         yield f"{name} final norm", x
 
 
 def _stages(spec: Spec, weights: Weights, tokens: Array,
             decoder_tokens: Array | None) -> Iterator[tuple[str, Array]]:
     """(where, output) after the embeddings, each block, each final norm and the head."""
-    x = embed(spec, weights, tokens)  # (B, T, d)
+    x = embed(spec, weights, tokens, StackInput.over(tokens.shape[1], False).positions)
     yield "the embeddings", x
     encoder_out = None
     if spec.family == "encoder-decoder" and weights.encoder is not None:
@@ -117,7 +119,7 @@ def _stages(spec: Spec, weights: Weights, tokens: Array,
             yield where, x
         encoder_out = x
         target = np.zeros((tokens.shape[0], 1), np.int64) if decoder_tokens is None else decoder_tokens
-        x = embed(spec, weights, target)
+        x = embed(spec, weights, target, StackInput.over(target.shape[1], True).positions)
         yield "the decoder embeddings", x
     causal = spec.family != "encoder"
     stack = weights.decoder if causal else weights.encoder

@@ -12,7 +12,7 @@ import numpy as np
 from tfcli.analysis.memory import MemoryEstimate, Workload, run_estimate
 from tfcli.analysis.finite import check_outputs, quiet_numerics
 from tfcli.analysis.model_source import Model
-from tfcli.engine.model import ForwardOutput, forward
+from tfcli.engine.model import ForwardOutput, ModelInput, forward
 from tfcli.errors import BadInputError
 from tfcli.files import check_output_file, write_atomically
 from tfcli.spec import Spec
@@ -261,7 +261,8 @@ def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0) -> tuple[RunR
     _check_length(spec, inputs)
     start = time.perf_counter()
     with quiet_numerics():  # NaN / inf are reported by check_outputs, not as NumPy warnings
-        out = forward(spec, model.weights, inputs.tokens, decoder_tokens=inputs.decoder_tokens)
+        out = forward(spec, model.weights,
+                      ModelInput(inputs.tokens, decoder_tokens=inputs.decoder_tokens))
         seconds = time.perf_counter() - start
         loss, loss_kind = _loss(spec, model, inputs, out, seed)
     check_outputs(model, out, inputs.tokens, inputs.decoder_tokens, loss)

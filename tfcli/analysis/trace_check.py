@@ -154,7 +154,7 @@ def _observe_forward(spec: Spec, report: TraceReport, seed: int) -> list[Observe
     import numpy as np
 
     from tfcli.analysis.finite import is_finite, nonfinite_error, quiet_numerics
-    from tfcli.engine.model import forward
+    from tfcli.engine.model import ModelInput, forward
     from tfcli.engine.weights import init_weights
 
     seen: list[Observed] = []
@@ -169,7 +169,7 @@ def _observe_forward(spec: Spec, report: TraceReport, seed: int) -> list[Observe
     if report.tgt_len is not None:
         target = rng.integers(0, spec.vocab_size, (report.batch, report.tgt_len))  # (B, T)
     with quiet_numerics():  # NaN / inf are reported below in one line, not as NumPy warnings
-        out = forward(spec, weights, tokens, decoder_tokens=target, observe=observe)
+        out = forward(spec, weights, ModelInput(tokens, decoder_tokens=target), observe)
     if not all(is_finite(a) for a in (out.hidden, out.logits, out.encoder_hidden, out.pooled)):
         raise nonfinite_error(spec, weights, "float32", f"random weights (seed {seed})", tokens,
                               target, what="the --execute forward pass", dtype_hint=False)

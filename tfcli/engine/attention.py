@@ -7,21 +7,28 @@ query-length axis, so each K/V head meets its queries in one (group*T, dh) @ (dh
 
 from __future__ import annotations
 
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 
-from tfcli.engine.ops import Observer, softmax_
+from tfcli.engine.cache import LayerCache
+from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
+from tfcli.engine.ops import softmax_
 from tfcli.engine.parallel import linear, linear_split, parallel_for, split
-from tfcli.engine.positions import apply_rope, default_positions, rope_tables
+from tfcli.engine.positions import apply_rope, rope_tables
 from tfcli.engine.weights import AttentionWeights
 from tfcli.spec import Spec
 
 Array = np.ndarray
 
 
-def _project(x: Array, w: Array, b: Array | None) -> Array:
-    return linear(x, w, b)  # (B, T, d) -> (B, T, width)
+class ScoreMask(NamedTuple):
+    """What hides or shifts attention scores (a NamedTuple: built once per attention call)."""
+
+    causal_offset: int | None = None  # key index of query 0; None = not causal
+    window: int | None = None  # with causal_offset: query i sees keys i - window + 1 .. i only
+    key_mask: Array | None = None  # (B, S) bool, True = real key
+    position_bias: Array | None = None  # broadcastable to (B, H, T, S), added to the scores
 
 
 def _split_heads(x: Array, n_heads: int) -> Array:
@@ -41,16 +48,16 @@ def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, 
 
 
 def _cross_kv(
-    spec: Spec, w: AttentionWeights, context: Array, cache: Any, layer: int
+    spec: Spec, w: AttentionWeights, context: Array, cache: LayerCache | None
 ) -> tuple[Array, Array]:
     """K, V (B, Hkv, S, dh) over the encoder output, computed once per sequence when cached."""
     if cache is not None:
-        stored = cache.cross(layer)
+        stored = cache.cross()
         if stored is not None:
             return stored
-    k = _split_heads(_project(context, w.wk, w.bk), spec.kv_heads)  # (B, S, d) -> (B, Hkv, S, dh)
-    v = _split_heads(_project(context, w.wv, w.bv), spec.kv_heads)  # (B, S, d) -> (B, Hkv, S, dh)
-    return cache.set_cross(layer, k, v) if cache is not None else (k, v)
+    k = _split_heads(linear(context, w.wk, w.bk), spec.kv_heads)  # (B, S, d) -> (B, Hkv, S, dh)
+    v = _split_heads(linear(context, w.wv, w.bv), spec.kv_heads)  # (B, S, d) -> (B, Hkv, S, dh)
+    return cache.set_cross(k, v) if cache is not None else (k, v)
 
 
 QUERY_BLOCK_BYTES = 1 << 22  # ~4 MB of scores per query block: stays in cache while softmaxed
@@ -61,14 +68,12 @@ def _query_block(n_heads: int, n_keys: int, itemsize: int) -> int:
     return max(MIN_QUERY_BLOCK, QUERY_BLOCK_BYTES // (n_heads * n_keys * itemsize))
 
 
-def _mask_block(
-    scores: Array, q0: int, k0: int, causal_offset: int | None, window: int | None,
-    key_mask: Array | None, position_bias: Array | None,
-) -> None:
+def _mask_block(scores: Array, q0: int, k0: int, mask: ScoreMask) -> None:
     """Add T5 bias and set masked scores to -inf, in place, for queries q0.. of one block.
 
     scores (B, H, c, K) for queries q0..q0+c-1 against keys k0..k0+K-1.
     """
+    causal_offset, window, key_mask, position_bias = mask
     n_queries, n_keys = scores.shape[2], scores.shape[3]
     k1 = k0 + n_keys
     if position_bias is not None:
@@ -104,17 +109,12 @@ def _first_key(q0: int, causal_offset: int | None, window: int | None) -> int:
     return max(0, causal_offset + q0 - window + 1)
 
 
-def attend(
-    q: Array, k: Array, v: Array, scale: float, *,
-    causal_offset: int | None = None, window: int | None = None, key_mask: Array | None = None,
-    position_bias: Array | None = None, observe: Observer | None = None, path: str = "",
-) -> Array:
+def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMask(),
+           probe: Probe = NO_PROBE) -> Array:
     """softmax(scale q k^T + bias) v with K/V shared by groups of query heads.
 
-    q (B, H, T, dh); k, v (B, Hkv, S, dh); key_mask (B, S) True = real key; position_bias
-    broadcastable to (B, H, T, S); causal_offset: key index of query 0 (None = not causal);
-    window: with causal_offset, query i sees keys i - window + 1 .. i only (sliding window).
-    Queries go in blocks, run in parallel, each small enough for its scores to stay in cache;
+    q (B, H, T, dh); k, v (B, Hkv, S, dh); `mask` (ScoreMask): causal offset, sliding window,
+    key mask and position bias. Queries go in blocks, run in parallel, each small enough for its scores to stay in cache;
     a causal block never computes scores for keys after its last query (about half the work
     of a full square), nor, with a window, for keys before its first query's window.
     Returns (B, T, H, dh), token-major so that merging heads is a free reshape.
@@ -124,6 +124,7 @@ def attend(
     group = n_heads // n_kv
     out = np.empty((batch, length, n_heads, d_head), dtype=np.result_type(q, v))  # (B, T, H, dh)
     keys_t = k.swapaxes(-1, -2)  # (B, Hkv, dh, S), a view
+    causal_offset, window = mask.causal_offset, mask.window
 
     def query_block(q0: int, q1: int) -> None:
         n_used = n_keys if causal_offset is None else min(n_keys, causal_offset + q1)
@@ -131,69 +132,62 @@ def attend(
         q_block = q[:, :, q0:q1] * scale  # (B, H, c, dh)
         q_block = q_block.reshape(batch, n_kv, group * (q1 - q0), d_head)  # (B, Hkv, g*c, dh)
         scores = np.matmul(q_block, keys_t[..., k0:n_used])  # (B, Hkv, g*c, K)
-        _mask_block(scores.reshape(batch, n_heads, q1 - q0, n_used - k0), q0, k0, causal_offset,
-                    window, key_mask, position_bias)  # the reshape is a view: masks land in `scores`
+        _mask_block(scores.reshape(batch, n_heads, q1 - q0, n_used - k0), q0, k0,
+                    mask)  # the reshape is a view: masks land in `scores`
         softmax_(scores)
         mixed = np.matmul(scores, v[:, :, k0:n_used])  # (B, Hkv, g*c, dh)
         out[:, q0:q1] = mixed.reshape(batch, n_heads, q1 - q0, d_head).transpose(0, 2, 1, 3)
 
     block = min(_query_block(n_heads, n_keys, q.itemsize), split(length, MIN_QUERY_BLOCK))
     parallel_for(length, block, query_block)
-    if observe is not None:
-        observe(path, "scores", (batch, n_heads, length, n_keys))
-        observe(path, "softmax", (batch, n_heads, length, n_keys))
-        observe(path, "weighted_sum", (batch, n_heads, length, d_head))
+    probe("scores", (batch, n_heads, length, n_keys))
+    probe("softmax", (batch, n_heads, length, n_keys))
+    probe("weighted_sum", (batch, n_heads, length, d_head))
     return out
 
 
-def attention(
-    spec: Spec,
-    w: AttentionWeights,
-    x: Array,
-    *,
-    context: Array | None = None,
-    causal: bool,
-    key_mask: Array | None = None,
-    position_bias: Array | None = None,
-    positions: Array | None = None,
-    cache: Any = None,
-    layer: int = 0,
-    observe: Observer | None = None,
-    path: str = "",
-) -> Array:
-    """Multi-head attention: x (B, T, d) -> (B, T, d).
-
-    context (B, S, d) makes it cross-attention (keys and values from the encoder). key_mask
-    (B, S) is True for real keys. positions (B, T) int feed RoPE. With a KVCache, self-attention
-    writes this step's K/V at cache.pos and attends over everything cached so far; the caller
-    passes key_mask and position_bias covering those S = cache.pos + T keys.
-    """
-    offset = 0
-    if context is None:
-        q, k, v = _self_qkv(spec, w, x)  # (B, H, T, dh), (B, Hkv, T, dh) x2
-        if spec.positions == "rope":
-            if positions is None:
-                start = cache.pos if cache is not None else 0
-                positions = default_positions(x.shape[0], x.shape[1], start)
-            cos, sin = rope_tables(positions, spec.head_dim, spec.rope_theta, x.dtype)
-            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if cache is not None:
-            offset = cache.pos
-            k, v = cache.update(layer, offset, k, v)  # (B, Hkv, pos + T, dh) views
-    else:
-        q = _split_heads(_project(x, w.wq, w.bq), spec.n_heads)  # (B, T, d) -> (B, H, T, dh)
-        k, v = _cross_kv(spec, w, context, cache, layer)  # (B, Hkv, S, dh) x2
-    if observe is not None:
-        observe(path, "q_proj", q.shape)
-        observe(path, "k_proj", k.shape)
-        observe(path, "v_proj", v.shape)
-    mask = None if key_mask is None else np.asarray(key_mask, dtype=bool)
-    window = spec.sliding_window if context is None else None
-    out = attend(q, k, v, spec.scale, causal_offset=offset if causal else None, window=window,
-                 key_mask=mask, position_bias=position_bias, observe=observe,
-                 path=path)  # (B, T, H, dh)
+def _heads_out(spec: Spec, w: AttentionWeights, qkv: tuple[Array, Array, Array],
+               mask: ScoreMask, probe: Probe) -> Array:
+    """The shared tail of self- and cross-attention: attend, merge heads, out projection."""
+    q, k, v = qkv
+    probe("q_proj", q.shape)
+    probe("k_proj", k.shape)
+    probe("v_proj", v.shape)
+    out = attend(q, k, v, spec.scale, mask, probe)  # (B, T, H, dh)
     out = out.reshape(*out.shape[:2], -1)  # (B, T, H, dh) -> (B, T, H*dh), free
-    out = _project(out, w.wo, w.bo)  # (B, T, H*dh) -> (B, T, d)
-    if observe is not None:
-        observe(path, "out_proj", out.shape)
+    out = linear(out, w.wo, w.bo)  # (B, T, H*dh) -> (B, T, d)
+    probe("out_proj", out.shape)
     return out
+
+
+def attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
+              cache: LayerCache | None = None, probe: Probe = NO_PROBE) -> Array:
+    """Multi-head self-attention: x (B, T, d) -> (B, T, d).
+
+    inputs.positions (1|B, T) feed RoPE; inputs.key_mask (B, S) is True for real keys. With a
+    cache, this step's K/V are written at slot inputs.start and attention runs over everything
+    cached so far: key_mask and position_bias then cover those S = start + T keys.
+    """
+    q, k, v = _self_qkv(spec, w, x)  # (B, H, T, dh), (B, Hkv, T, dh) x2
+    if spec.positions == "rope":
+        cos, sin = rope_tables(inputs.positions, spec.head_dim, spec.rope_theta, x.dtype)
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+    offset = 0
+    if cache is not None:
+        offset = inputs.start
+        k, v = cache.update(offset, k, v)  # (B, Hkv, start + T, dh) views
+    key_mask = None if inputs.key_mask is None else np.asarray(inputs.key_mask, dtype=bool)
+    mask = ScoreMask(offset if inputs.causal else None, spec.sliding_window, key_mask,
+                     inputs.position_bias)
+    return _heads_out(spec, w, (q, k, v), mask, probe)
+
+
+def cross_attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
+                    cache: LayerCache | None = None, probe: Probe = NO_PROBE) -> Array:
+    """Cross-attention of x (B, T, d) over inputs.encoder_out (B, S, d) -> (B, T, d); its K/V
+    are computed once per source when cached. inputs.encoder_mask (B, S): True = real."""
+    q = _split_heads(linear(x, w.wq, w.bq), spec.n_heads)  # (B, T, d) -> (B, H, T, dh)
+    k, v = _cross_kv(spec, w, inputs.encoder_out, cache)  # (B, Hkv, S, dh) x2
+    mask = inputs.encoder_mask
+    mask = ScoreMask(key_mask=None if mask is None else np.asarray(mask, dtype=bool))
+    return _heads_out(spec, w, (q, k, v), mask, probe)

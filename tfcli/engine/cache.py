@@ -23,7 +23,7 @@ class KVCache:
                  dtype: np.dtype | type = np.float32, source_len: int = 0) -> None:
         n_layers, n_kv, d_head = spec.decoder_layers, spec.kv_heads, spec.head_dim
         self.max_len = max_len
-        self.pos = 0  # where the next step's K/V go; set by prefill / decode_step
+        self._length = 0  # slots written so far (the cache's own bookkeeping; see `length`)
         shape = (batch, n_kv, max_len, d_head)
         self.k = [np.zeros(shape, dtype=dtype) for _ in range(n_layers)]
         self.v = [np.zeros(shape, dtype=dtype) for _ in range(n_layers)]
@@ -33,6 +33,12 @@ class KVCache:
         self.cross_k = [np.zeros(cross_shape, dtype=dtype) for _ in range(n_cross)]
         self.cross_v = [np.zeros(cross_shape, dtype=dtype) for _ in range(n_cross)]
         self._cross_filled = [False] * len(self.cross_k)
+        self.layers = [LayerCache(self, i) for i in range(n_layers)]  # one view per layer
+
+    @property
+    def length(self) -> int:
+        """Slots [0, length) written since the last reset (callers pass offsets explicitly)."""
+        return self._length
 
     @property
     def nbytes(self) -> int:
@@ -46,6 +52,7 @@ class KVCache:
             raise BadInputError(f"KV cache holds {self.max_len} positions; step needs {end}")
         self.k[layer][:, :, pos:end] = k
         self.v[layer][:, :, pos:end] = v
+        self._length = max(self._length, end)
         return self.k[layer][:, :, :end], self.v[layer][:, :, :end]  # (B, Hkv, pos + t, dh)
 
     def cross(self, layer: int) -> tuple[Array, Array] | None:
@@ -66,5 +73,24 @@ class KVCache:
 
     def reset(self) -> None:
         """Forget every cached position (the buffers are reused, not reallocated)."""
-        self.pos = 0
+        self._length = 0
         self._cross_filled = [False] * len(self.cross_k)
+
+
+class LayerCache:
+    """One decoder layer's view of a KVCache: what attention() is handed, made once per cache."""
+
+    __slots__ = ("cache", "layer")
+
+    def __init__(self, cache: KVCache, layer: int) -> None:
+        self.cache, self.layer = cache, layer
+
+    def update(self, pos: int, k: Array, v: Array) -> tuple[Array, Array]:
+        """KVCache.update for this layer: write at [pos, pos + t), views of [0, pos + t)."""
+        return self.cache.update(self.layer, pos, k, v)
+
+    def cross(self) -> tuple[Array, Array] | None:
+        return self.cache.cross(self.layer)
+
+    def set_cross(self, k: Array, v: Array) -> tuple[Array, Array]:
+        return self.cache.set_cross(self.layer, k, v)

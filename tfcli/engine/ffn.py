@@ -1,13 +1,11 @@
-"""Position-wise feed-forward networks: dense (plain or gated) and top-k mixture of experts.
-
-Re-exported as tfcli.engine.model.ffn (the CONTRACT name).
-"""
+"""Position-wise feed-forward networks: dense (plain or gated) and top-k mixture of experts."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from tfcli.engine.ops import GATE_ACTIVATIONS, Observer, activation_fn, softmax_
+from tfcli.engine.inputs import NO_PROBE, Probe
+from tfcli.engine.ops import GATE_ACTIVATIONS, activation_fn, softmax_
 from tfcli.engine.parallel import WORKERS, linear, linear_split, parallel_for
 from tfcli.engine.weights import FFNWeights, MoEWeights
 from tfcli.spec import Spec
@@ -15,10 +13,6 @@ from tfcli.spec import Spec
 Array = np.ndarray
 HIDDEN_SLICE_BYTES = 1 << 22  # ~4 MB of one worker's hidden activations per round of rows
 MIN_SPLIT_ROWS = 16  # fewer rows (decode steps): one FFN on the calling thread
-
-
-def _linear(x: Array, w: Array, b: Array | None) -> Array:
-    return linear(x, w, b)  # (..., in) -> (..., out); serial inside a parallel block
 
 
 def _dense_rows(spec: Spec, w: FFNWeights, x: Array) -> Array:
@@ -30,9 +24,9 @@ def _dense_rows(spec: Spec, w: FFNWeights, x: Array) -> Array:
         gate, hidden = linear_split(x, w, ("w_gate", "w_up"), ("b_gate", "b_up"))  # 2 x (n, d_ff)
         hidden *= activation_fn(spec.activation)(gate)
     else:
-        hidden = _linear(x, w.w_up, w.b_up)  # (n, d) -> (n, d_ff)
+        hidden = linear(x, w.w_up, w.b_up)  # (n, d) -> (n, d_ff)
         hidden = activation_fn(spec.activation)(hidden)
-    return _linear(hidden, w.w_down, w.b_down)  # (n, d_ff) -> (n, d)
+    return linear(hidden, w.w_down, w.b_down)  # (n, d_ff) -> (n, d)
 
 
 def _hidden_slice(spec: Spec, w: FFNWeights, x: Array, c0: int, c1: int) -> Array:
@@ -71,8 +65,7 @@ def _dense_columns(spec: Spec, w: FFNWeights, x: Array, out: Array) -> None:
         out += w.b_down
 
 
-def dense_ffn(spec: Spec, w: FFNWeights, x: Array, observe: Observer | None = None,
-              path: str = "") -> Array:
+def dense_ffn(spec: Spec, w: FFNWeights, x: Array, probe: Probe = NO_PROBE) -> Array:
     """The dense FFN on x (..., d) -> (..., d).
 
     A few rows (a decode step) run as whole products on the calling thread. More run in
@@ -90,13 +83,12 @@ def dense_ffn(spec: Spec, w: FFNWeights, x: Array, observe: Observer | None = No
         rows = -(-n_rows // -(-n_rows // cap))  # equal rounds of at most cap rows
         for r0 in range(0, n_rows, rows):
             _dense_columns(spec, w, flat[r0 : r0 + rows], out[r0 : r0 + rows])
-    if observe is not None:
-        hidden = (*x.shape[:-1], spec.d_ff)
-        observe(path, "ffn_up", hidden)
-        if spec.gated:
-            observe(path, "ffn_gate", hidden)
-        observe(path, "activation", hidden)
-        observe(path, "ffn_down", x.shape)
+    hidden = (*x.shape[:-1], spec.d_ff)
+    probe("ffn_up", hidden)
+    if spec.gated:
+        probe("ffn_gate", hidden)
+    probe("activation", hidden)
+    probe("ffn_down", x.shape)
     return out.reshape(*x.shape[:-1], out.shape[-1])  # (N, d) -> (..., d)
 
 
@@ -112,14 +104,12 @@ def route(router_logits: Array, k: int) -> tuple[Array, Array]:
     return top, weights
 
 
-def moe_ffn(spec: Spec, w: MoEWeights, x: Array, observe: Observer | None = None,
-            path: str = "") -> Array:
+def moe_ffn(spec: Spec, w: MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Array:
     """Sparse mixture of experts (Shazeer et al. 2017; Mixtral): each token runs only on its
     top-k experts, and each expert runs only on the tokens routed to it. x (B, T, d) -> same."""
     flat = x.reshape(-1, x.shape[-1])  # (B, T, d) -> (N, d)
     logits = flat @ w.router  # (N, d) -> (N, E)
-    if observe is not None:
-        observe(path, "router", (*x.shape[:-1], logits.shape[-1]))
+    probe("router", (*x.shape[:-1], logits.shape[-1]))
     top, weights = route(logits, spec.experts_per_token)  # (N, k) x2
     out = np.zeros_like(flat)  # (N, d)
     for expert_id, expert in enumerate(w.experts):
@@ -129,14 +119,12 @@ def moe_ffn(spec: Spec, w: MoEWeights, x: Array, observe: Observer | None = None
             y *= weights[token_ids, slot][:, None]
             out[token_ids] += y
     out = out.reshape(x.shape)  # (N, d) -> (B, T, d)
-    if observe is not None:
-        observe(path, "experts", out.shape)
+    probe("experts", out.shape)
     return out
 
 
-def ffn(spec: Spec, w: FFNWeights | MoEWeights, x: Array, observe: Observer | None = None,
-        path: str = "") -> Array:
+def ffn(spec: Spec, w: FFNWeights | MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Array:
     """The block's FFN sublayer body (no norm, no residual): (B, T, d) -> (B, T, d)."""
     if isinstance(w, MoEWeights):
-        return moe_ffn(spec, w, x, observe, path)
-    return dense_ffn(spec, w, x, observe, path)
+        return moe_ffn(spec, w, x, probe)
+    return dense_ffn(spec, w, x, probe)

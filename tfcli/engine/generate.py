@@ -11,12 +11,13 @@ exactly what it would see alone.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from tfcli.engine.blas import CoreWatch, blas_threads, idle_cores
 from tfcli.engine.cache import KVCache
+from tfcli.engine.inputs import StackInput
 from tfcli.engine.model import embed, forward_hidden, output_logits
 from tfcli.engine.parallel import WORKERS
 from tfcli.engine.positions import default_positions
@@ -55,14 +56,18 @@ class GenerationRequest:
     decoder_start: int = 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Batch:
-    """Left-padded prompts with the per-slot bookkeeping every step needs."""
+    """The per-slot bookkeeping every step of one generation needs, fixed before the first.
+    The defaults (UNBATCHED) put slot i at position i, with no padding and no encoder."""
 
-    tokens: Array  # (B, L) int, PAD_ID before each prompt
-    key_mask: Array  # (B, max_len) bool, True where a slot holds a real token
-    positions: Array  # (B, max_len) int, position id of each slot (0 on padding)
-    padded: bool  # False when no sequence has padding (masks can be skipped)
+    positions: Array | None = None  # (B, max_len) int, position id of each slot (0 on padding)
+    key_mask: Array | None = None  # (B, max_len) bool, True on real tokens; None: no padding
+    encoder_out: Array | None = None  # (B, S, d) encoder-decoder: the encoded sources
+    encoder_mask: Array | None = None  # (B, S) bool, True on real source tokens; None: all
+
+
+UNBATCHED = Batch()
 
 
 # --- input checks (all before any work) ------------------------------------------------------
@@ -120,8 +125,9 @@ def check_request(spec: Spec, rows: list[Array], request: GenerationRequest) -> 
 # --- batching --------------------------------------------------------------------------------
 
 
-def left_pad(rows: list[Array], max_len: int) -> Batch:
-    """Left-pad prompts to one length; bookkeeping arrays cover max_len slots."""
+def left_pad(rows: list[Array], max_len: int) -> tuple[Array, Batch]:
+    """Left-pad prompts to one length: tokens (B, L), PAD_ID before each prompt, and the
+    bookkeeping covering max_len slots."""
     length = max(r.size for r in rows)
     pads = np.array([length - r.size for r in rows])  # (B,)
     tokens = np.full((len(rows), length), PAD_ID, dtype=np.int64)  # (B, L)
@@ -130,7 +136,7 @@ def left_pad(rows: list[Array], max_len: int) -> Batch:
     slots = np.arange(max_len)[None, :]  # (1, max_len)
     key_mask = slots >= pads[:, None]  # (B, max_len)
     positions = np.maximum(slots - pads[:, None], 0)  # (B, max_len)
-    return Batch(tokens, key_mask, positions, bool(pads.any()))
+    return tokens, Batch(positions, key_mask if pads.any() else None)
 
 
 def right_pad(rows: list[Array]) -> tuple[Array, Array | None]:
@@ -148,64 +154,58 @@ def right_pad(rows: list[Array]) -> tuple[Array, Array | None]:
 
 def encode(spec: Spec, weights: Weights, source: Array, mask: Array | None = None) -> Array:
     """The encoder of an encoder-decoder, run once: (B, S) -> (B, S, d)."""
-    x = embed(spec, weights, source)  # (B, S, d)
+    inputs = StackInput.over(source.shape[1], False, mask)
+    x = embed(spec, weights, source, inputs.positions)  # (B, S, d)
     with blas_threads(1):  # all parallelism comes from the engine's own pool (parallel.py)
-        return forward_hidden(spec, weights.encoder, x, causal=False, key_mask=mask)
+        return forward_hidden(spec, weights.encoder, x, inputs)
 
 
-def _decoder_logits(
-    spec: Spec, weights: Weights, tokens: Array, cache: KVCache | None, start: int,
-    batch: Batch | None, encoder_out: Array | None, encoder_mask: Array | None,
-    threads: int = 1,
-) -> Array:
-    """Run tokens (B, t) occupying slots [start, start + t); logits (B, V) of the last slot."""
+def _step_input(tokens: Array, cache: KVCache | None, start: int, batch: Batch) -> StackInput:
+    """The decoder's StackInput for tokens (B, t) occupying slots [start, start + t)."""
     end = start + tokens.shape[1]
     key_from = start if cache is None else 0  # uncached runs see only the tokens given
-    key_positions = key_mask = None
-    if batch is not None:
+    if batch.positions is not None:
         positions = batch.positions[:, start:end]  # (B, t)
         key_positions = batch.positions[:, key_from:end]  # (B, S)
-        key_mask = batch.key_mask[:, key_from:end] if batch.padded else None  # (B, S)
-    else:  # unpadded: slot i holds position i, for the embedding as much as for RoPE / bias
+    else:  # slot i holds position i, for the embedding as much as for RoPE / bias
         positions = default_positions(1, tokens.shape[1], start)  # (1, t)
-    x = embed(spec, weights, tokens, positions)  # (B, t, d)
-    with blas_threads(threads):  # 1 unless a decode step was given idle cores (blas.idle_cores)
-        hidden = forward_hidden(
-            spec, weights.decoder, x, causal=True, key_mask=key_mask, positions=positions,
-            key_positions=key_positions, encoder_out=encoder_out, encoder_mask=encoder_mask,
-            cache=cache,
-        )
-        return output_logits(spec, weights, hidden[:, -1])  # (B, d) -> (B, V)
+        key_positions = default_positions(1, end) if cache is not None else positions  # (1, S)
+    key_mask = None if batch.key_mask is None else batch.key_mask[:, key_from:end]  # (B, S)
+    return StackInput(True, positions, key_positions, start if cache is not None else 0,
+                      key_mask, batch.encoder_out, batch.encoder_mask)
 
 
-def prefill(spec: Spec, weights: Weights, tokens: Array, cache: KVCache, *,
-            batch: Batch | None = None, encoder_out: Array | None = None,
-            encoder_mask: Array | None = None) -> Array:
+def _decoder_logits(spec: Spec, weights: Weights, tokens: Array, cache: KVCache | None,
+                    start: int, batch: Batch) -> Array:
+    """Run tokens (B, t) occupying slots [start, start + t); logits (B, V) of the last slot.
+    BLAS threads are the caller's (1 unless a decode step was given idle cores)."""
+    inputs = _step_input(tokens, cache, start, batch)
+    x = embed(spec, weights, tokens, inputs.positions)  # (B, t, d)
+    hidden = forward_hidden(spec, weights.decoder, x, inputs, cache)
+    return output_logits(spec, weights, hidden[:, -1])  # (B, d) -> (B, V)
+
+
+def prefill(spec: Spec, weights: Weights, tokens: Array, cache: KVCache,
+            batch: Batch = UNBATCHED) -> Array:
     """Run the prompt (B, T) once, filling cache slots [0, T); logits (B, V) of the last slot.
     Starts the cache afresh, cross-attention K/V included (a new source may come with it)."""
     cache.reset()
-    logits = _decoder_logits(spec, weights, tokens, cache, 0, batch, encoder_out, encoder_mask)
-    cache.pos = tokens.shape[1]
-    return logits
+    with blas_threads(1):  # all parallelism comes from the engine's own pool (parallel.py)
+        return _decoder_logits(spec, weights, tokens, cache, 0, batch)
 
 
-def decode_step(spec: Spec, weights: Weights, token: Array, pos: int, cache: KVCache, *,
-                batch: Batch | None = None, encoder_out: Array | None = None,
-                encoder_mask: Array | None = None, threads: int = 1) -> Array:
+def decode_step(spec: Spec, weights: Weights, token: Array, pos: int, cache: KVCache,
+                batch: Batch = UNBATCHED) -> Array:
     """Run one token per sequence (B,) at cache slot `pos` against the cache; logits (B, V).
-    `threads`: BLAS threads for its weight-bound products (see blas.idle_cores)."""
-    cache.pos = pos
+    Its weight-bound products run on the caller's BLAS threads (generate: blas.idle_cores)."""
     step = token.reshape(-1, 1)  # (B,) -> (B, 1)
-    logits = _decoder_logits(spec, weights, step, cache, pos, batch, encoder_out, encoder_mask,
-                             threads)
-    cache.pos = pos + 1
-    return logits
+    return _decoder_logits(spec, weights, step, cache, pos, batch)
 
 
-def _uncached_logits(spec: Spec, weights: Weights, sequence: Array, batch: Batch,
-                     encoder_out: Array | None, encoder_mask: Array | None) -> Array:
+def _uncached_logits(spec: Spec, weights: Weights, sequence: Array, batch: Batch) -> Array:
     """The whole prefix (B, L) recomputed from scratch; logits (B, V) of its last slot."""
-    return _decoder_logits(spec, weights, sequence, None, 0, batch, encoder_out, encoder_mask)
+    with blas_threads(1):
+        return _decoder_logits(spec, weights, sequence, None, 0, batch)
 
 
 # --- the loop --------------------------------------------------------------------------------
@@ -247,27 +247,26 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], request: Generati
         encoder_out = encode(spec, weights, source, encoder_mask)  # (B, S, d)
         rows = [np.array([request.decoder_start])] * len(rows)
     max_len = max(r.size for r in rows) + max_new_tokens
-    batch = left_pad(rows, max_len)
+    prompt, batch = left_pad(rows, max_len)  # (B, L)
+    batch = replace(batch, encoder_out=encoder_out, encoder_mask=encoder_mask)
     dtype = weights.token_embedding.dtype
     source_len = 0 if encoder_out is None else encoder_out.shape[1]
     cache = KVCache(spec, len(rows), max_len, dtype, source_len) if use_cache else None
-    sequence = batch.tokens  # (B, L), grows by one column per step (only read when uncached)
+    sequence = prompt  # (B, L), grows by one column per step (only read when uncached)
     finished = np.zeros(len(rows), dtype=bool)
     held = np.zeros(len(rows), dtype=np.int64)  # (B,) last tokens, repeated once finished
     watch = CoreWatch(WORKERS) if use_cache and max_new_tokens > 1 and WORKERS > 1 else None
     threads = 1
     for step in range(max_new_tokens):
-        slot = batch.tokens.shape[1] + step - 1  # slot of the newest token
+        slot = prompt.shape[1] + step - 1  # slot of the newest token
         if cache is None:
-            logits = _uncached_logits(spec, weights, sequence, batch, encoder_out, encoder_mask)
+            logits = _uncached_logits(spec, weights, sequence, batch)
         elif step == 0:
-            logits = prefill(spec, weights, batch.tokens, cache, batch=batch,
-                             encoder_out=encoder_out, encoder_mask=encoder_mask)
+            logits = prefill(spec, weights, prompt, cache, batch)
         else:
             threads = _decode_threads(watch, threads, first=step == 1)
-            logits = decode_step(spec, weights, tokens, slot, cache, batch=batch,  # last step's
-                                 encoder_out=encoder_out, encoder_mask=encoder_mask,
-                                 threads=threads)
+            with blas_threads(threads):
+                logits = decode_step(spec, weights, tokens, slot, cache, batch)  # last step's
         tokens = sample(logits, config, rng)  # (B,)
         if stops.size:
             tokens = np.where(finished, held, tokens)  # a finished row repeats its stop token

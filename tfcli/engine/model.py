@@ -7,27 +7,23 @@ cross-attention in the decoder blocks of an encoder-decoder. Weights live in wei
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tfcli.engine.attention import attention
+from tfcli.engine.attention import attention, cross_attention
 from tfcli.engine.blas import blas_threads
+from tfcli.engine.cache import KVCache, LayerCache
 from tfcli.engine.ffn import ffn
+from tfcli.engine.inputs import NO_PROBE, Probe, StackInput, probe_for
 from tfcli.engine.ops import Observer, apply_norm
 from tfcli.engine.parallel import linear, rowwise
 from tfcli.engine.positions import default_positions, relative_bias, sinusoidal
-from tfcli.engine.weights import BlockWeights, NormWeights, StackWeights, Weights, init_weights
+from tfcli.engine.weights import BlockWeights, NormWeights, StackWeights, Weights
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
 Array = np.ndarray
-
-__all__ = [
-    "ForwardOutput", "block_forward", "embed", "ffn", "forward",
-    "forward_hidden", "init_weights", "output_logits", "stack_position_bias",
-]
 
 
 @dataclass
@@ -38,6 +34,18 @@ class ForwardOutput:
     pooled: Array | None  # (B, d) when spec.pooler
 
 
+@dataclass(frozen=True)
+class ModelInput:
+    """Token ids and their side inputs for forward(); a bare (B, T) array means tokens alone."""
+
+    tokens: Array  # (B, T) int: decoder/encoder input, or the SOURCE for encoder-decoder
+    attention_mask: Array | None = None  # (B, T) bool/int, 1 = real token (padding = 0)
+    token_types: Array | None = None  # (B, T) int in [0, type_vocab_size)
+    positions: Array | None = None  # (T,), (1, T) or (B, T) int; default 0..T-1
+    decoder_tokens: Array | None = None  # (B, T') encoder-decoder target (default: token 0)
+    decoder_attention_mask: Array | None = None  # (B, T')
+
+
 # --- one block -------------------------------------------------------------------------------
 
 
@@ -46,8 +54,7 @@ def _norm(spec: Spec, norm: NormWeights | None, x: Array) -> Array:
 
 
 def _sublayer(
-    spec: Spec, norm: NormWeights | None, x: Array, body: Callable[[Array], Array],
-    observe: Observer | None, path: str,
+    spec: Spec, norm: NormWeights | None, x: Array, body: Callable[[Array], Array], probe: Probe,
 ) -> Array:
     """Residual sublayer: pre-norm x + F(N(x)), or post-norm N(x + F(x))."""
     pre = spec.norm_placement == "pre"
@@ -55,148 +62,89 @@ def _sublayer(
     h = x
     if pre and has_norm:
         h = _norm(spec, norm, x)
-        if observe is not None:
-            observe(path, "norm", h.shape)
+        probe("norm", h.shape)
     out = body(h)  # (B, T, d), a fresh array: the residual is added into it
     out += x
-    if observe is not None:
-        observe(path, "residual_add", out.shape)
+    probe("residual_add", out.shape)
     if not pre and has_norm:
         out = _norm(spec, norm, out)
-        if observe is not None:
-            observe(path, "norm", out.shape)
+        probe("norm", out.shape)
     return out
 
 
-def block_forward(
-    spec: Spec,
-    w: BlockWeights,
-    x: Array,
-    *,
-    causal: bool,
-    key_mask: Array | None = None,
-    position_bias: Array | None = None,
-    positions: Array | None = None,
-    encoder_out: Array | None = None,
-    encoder_mask: Array | None = None,
-    cache: Any = None,
-    layer: int = 0,
-    observe: Observer | None = None,
-    path: str = "",
-) -> Array:
-    """One Transformer block: self-attention, cross-attention (if any), FFN. (B, T, d) -> same."""
-    def self_attn(h: Array) -> Array:
-        return attention(
-            spec, w.attn, h, causal=causal, key_mask=key_mask, position_bias=position_bias,
-            positions=positions, cache=cache, layer=layer, observe=observe, path=f"{path}.attn",
-        )
-
-    def cross_attn(h: Array) -> Array:
-        return attention(
-            spec, w.cross_attn, h, context=encoder_out, causal=False, key_mask=encoder_mask,
-            cache=cache, layer=layer, observe=observe, path=f"{path}.cross_attn",
-        )
-
-    x = _sublayer(spec, w.attn_norm, x, self_attn, observe, f"{path}.attn")
+def block_forward(spec: Spec, w: BlockWeights, x: Array, inputs: StackInput,
+                  cache: LayerCache | None = None, probe: Probe = NO_PROBE) -> Array:
+    """One Transformer block: self-attention, cross-attention (if any), FFN. (B, T, d) -> same.
+    `cache` is this block's layer of the KV cache; `probe` the block's own (`{stack}.{i}`)."""
+    at = probe.at("attn")
+    x = _sublayer(spec, w.attn_norm, x, lambda h: attention(spec, w.attn, h, inputs, cache, at),
+                  at)
     if w.cross_attn is not None:
-        x = _sublayer(spec, w.cross_norm, x, cross_attn, observe, f"{path}.cross_attn")
-    ffn_path = f"{path}.ffn"
-    return _sublayer(spec, w.ffn_norm, x, lambda h: ffn(spec, w.ffn, h, observe, ffn_path),
-                     observe, ffn_path)
+        cross = probe.at("cross_attn")
+        x = _sublayer(spec, w.cross_norm, x,
+                      lambda h: cross_attention(spec, w.cross_attn, h, inputs, cache, cross), cross)
+    at_ffn = probe.at("ffn")
+    return _sublayer(spec, w.ffn_norm, x, lambda h: ffn(spec, w.ffn, h, at_ffn), at_ffn)
 
 
 # --- a stack of blocks -----------------------------------------------------------------------
 
 
-def stack_position_bias(
-    spec: Spec, stack: StackWeights, query_positions: Array, key_positions: Array, causal: bool
-) -> Array | None:
+def stack_position_bias(spec: Spec, stack: StackWeights, inputs: StackInput) -> Array | None:
     """The stack's shared T5 relative bias (1|B, H, T, S), or None for other position schemes."""
     if spec.positions != "relative" or stack.relative_bias is None:
         return None
     return relative_bias(
-        stack.relative_bias, query_positions, key_positions,
-        bidirectional=not causal, max_distance=spec.relative_max_distance,
+        stack.relative_bias, inputs.positions, inputs.key_positions,
+        bidirectional=not inputs.causal, max_distance=spec.relative_max_distance,
     )
 
 
-def forward_hidden(
-    spec: Spec,
-    stack: StackWeights,
-    x: Array,
-    *,
-    causal: bool,
-    key_mask: Array | None = None,
-    positions: Array | None = None,
-    key_positions: Array | None = None,
-    encoder_out: Array | None = None,
-    encoder_mask: Array | None = None,
-    cache: Any = None,
-    observe: Observer | None = None,
-    name: str | None = None,
-) -> Array:
+def forward_hidden(spec: Spec, stack: StackWeights, x: Array, inputs: StackInput,
+                   cache: KVCache | None = None, probe: Probe = NO_PROBE) -> Array:
     """Run a stack's blocks and its final norm on hidden states: (B, T, d) -> (B, T, d).
 
-    positions (B, T) are the queries' positions (default: arange, after cache.pos when cached);
-    key_positions (B, S) the keys' (default: the queries', or 0..S-1 with a cache); both are
-    used only by RoPE and the T5 relative bias. key_mask (B, S) marks real keys.
+    `inputs` carries positions, key positions, masks, the cache offset and the encoder output
+    (see StackInput); `probe` is the forward pass's root probe (paths `{stack}.{i}.…`).
     """
-    name = name or ("decoder" if causal else "encoder")
-    start = cache.pos if cache is not None else 0
-    if positions is None:
-        positions = default_positions(1, x.shape[1], start)  # (1, T)
-    if key_positions is None:
-        key_positions = default_positions(1, start + x.shape[1]) if cache is not None else positions
-    bias = stack_position_bias(spec, stack, positions, key_positions, causal)  # (1|B, H, T, S)
+    bias = stack_position_bias(spec, stack, inputs)  # (1|B, H, T, S)
+    if bias is not None:
+        inputs = replace(inputs, position_bias=bias)
+    named = probe.at(inputs.stack)
     for i, block in enumerate(stack.blocks):
-        x = block_forward(
-            spec, block, x, causal=causal, key_mask=key_mask, position_bias=bias,
-            positions=positions, encoder_out=encoder_out, encoder_mask=encoder_mask,
-            cache=cache, layer=i, observe=observe, path=f"{name}.{i}",
-        )
+        layer = cache.layers[i] if cache is not None else None
+        x = block_forward(spec, block, x, inputs, layer, named.at(i))
     if stack.final_norm is not None:
         x = _norm(spec, stack.final_norm, x)
-        if observe is not None:
-            observe(f"{name}.final_norm", "norm", x.shape)
+        named.at("final_norm")("norm", x.shape)
     return x
 
 
 # --- embeddings and heads --------------------------------------------------------------------
 
 
-def embed(
-    spec: Spec,
-    weights: Weights,
-    tokens: Array,
-    positions: Array | None = None,
-    token_types: Array | None = None,
-    observe: Observer | None = None,
-) -> Array:
+def embed(spec: Spec, weights: Weights, tokens: Array, positions: Array,
+          token_types: Array | None = None, probe: Probe = NO_PROBE) -> Array:
     """Token (+ position) (+ token type) embeddings, then the embedding norm.
 
-    tokens (B, T) -> (B, T, d).
+    tokens (B, T) -> (B, T, d); positions (1|B, T) int (StackInput.positions).
     """
+    probe = probe.at("embed")
     x = weights.token_embedding[tokens]  # (B, T) -> (B, T, d)
-    if observe is not None:
-        observe("embed", "token_embedding", x.shape)
-    if spec.positions in ("learned", "sinusoidal"):
-        if positions is None:
-            positions = default_positions(1, tokens.shape[1])  # (1, T)
-        if spec.positions == "learned":
-            x += weights.position_embedding[positions]  # (1|B, T) -> (1|B, T, d)
-        else:
-            x += sinusoidal(positions, spec.d_model, x.dtype)  # (1|B, T, d)
-        if observe is not None:
-            observe("embed", "position_embedding", x.shape)
+    probe("token_embedding", x.shape)
+    if spec.positions == "learned":
+        x += weights.position_embedding[positions]  # (1|B, T) -> (1|B, T, d)
+        probe("position_embedding", x.shape)
+    elif spec.positions == "sinusoidal":
+        x += sinusoidal(positions, spec.d_model, x.dtype)  # (1|B, T, d)
+        probe("position_embedding", x.shape)
     if weights.token_type_embedding is not None:
         types = np.zeros_like(tokens) if token_types is None else token_types
         x += weights.token_type_embedding[types]  # (B, T) -> (B, T, d)
-        if observe is not None:
-            observe("embed", "token_type_embedding", x.shape)
+        probe("token_type_embedding", x.shape)
     if spec.embedding_norm:
         x = apply_norm(spec.norm, weights.embedding_norm, x, spec.norm_eps)
-        if observe is not None:
-            observe("embed", "embedding_norm", x.shape)
+        probe("embedding_norm", x.shape)
     return x
 
 
@@ -210,16 +158,15 @@ def output_logits(spec: Spec, weights: Weights, hidden: Array) -> Array:
 
 
 def _heads(spec: Spec, weights: Weights, hidden: Array,
-           observe: Observer | None) -> tuple[Array | None, Array | None]:
+           probe: Probe) -> tuple[Array | None, Array | None]:
     logits = pooled = None
+    probe = probe.at("head")
     if spec.lm_head:
         logits = output_logits(spec, weights, hidden)  # (B, T, V)
-        if observe is not None:
-            observe("head", "logits", logits.shape)
+        probe("logits", logits.shape)
     if spec.pooler:
         pooled = np.tanh(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
-        if observe is not None:
-            observe("head", "pooler", pooled.shape)
+        probe("pooler", pooled.shape)
     return logits, pooled
 
 
@@ -280,55 +227,50 @@ def _as_token_types(spec: Spec, token_types: Array | None, tokens: Array) -> Arr
     return token_types
 
 
-def _encoder_decoder(
-    spec: Spec, weights: Weights, x: Array, mask: Array | None, positions: Array, target: Array,
-    target_mask: Array | None, observe: Observer | None,
-) -> ForwardOutput:
-    """Encode the embedded source x (B, S, d), then decode the target (B, T) against it."""
-    encoded = forward_hidden(spec, weights.encoder, x, causal=False, key_mask=mask,
-                             positions=positions, observe=observe)  # (B, S, d)
-    target_positions = default_positions(1, target.shape[1])  # (1, T)
-    y = embed(spec, weights, target, target_positions, None, observe)  # (B, T, d)
-    hidden = forward_hidden(
-        spec, weights.decoder, y, causal=True, key_mask=target_mask, positions=target_positions,
-        encoder_out=encoded, encoder_mask=mask, observe=observe,
-    )  # (B, T, d)
-    logits, pooled = _heads(spec, weights, hidden, observe)
+def _encoder_decoder(spec: Spec, weights: Weights, x: Array, source: StackInput,
+                     given: ModelInput, probe: Probe) -> ForwardOutput:
+    """Encode the embedded source x (B, S, d), then decode the checked target against it."""
+    encoded = forward_hidden(spec, weights.encoder, x, source, None, probe)  # (B, S, d)
+    target = given.decoder_tokens
+    inputs = StackInput.over(target.shape[1], True, given.decoder_attention_mask, encoded,
+                             source.key_mask)
+    y = embed(spec, weights, target, inputs.positions, None, probe)  # (B, T, d)
+    hidden = forward_hidden(spec, weights.decoder, y, inputs, None, probe)  # (B, T, d)
+    logits, pooled = _heads(spec, weights, hidden, probe)
     return ForwardOutput(hidden, logits, encoded, pooled)
 
 
-def forward(
-    spec: Spec,
-    weights: Weights,
-    tokens: Array,
-    *,
-    attention_mask: Array | None = None,
-    token_types: Array | None = None,
-    positions: Array | None = None,
-    decoder_tokens: Array | None = None,
-    decoder_attention_mask: Array | None = None,
-    observe: Observer | None = None,
-) -> ForwardOutput:
-    """Run the model on token ids (B, T). For encoder-decoder, `tokens` is the source and
-    `decoder_tokens` the target (default: one start token 0 per sequence, as T5)."""
-    tokens = _as_tokens(spec, tokens, "tokens")
-    positions = _as_positions(spec, positions, tokens)
-    mask = _as_mask(attention_mask, tokens, "attention_mask")
-    token_types = _as_token_types(spec, token_types, tokens)
-    if spec.family == "encoder-decoder":
-        if decoder_tokens is None:
-            decoder_tokens = np.zeros((tokens.shape[0], 1), dtype=np.int64)
-        target = _as_tokens(spec, decoder_tokens, "decoder_tokens")
-        _as_positions(spec, None, target)  # the target must fit a learned position table too
-        target_mask = _as_mask(decoder_attention_mask, target, "decoder_attention_mask")
+def _checked(spec: Spec, given: ModelInput) -> ModelInput:
+    """Every side input checked (BadInputError) and in the engine's form; positions filled."""
+    tokens = _as_tokens(spec, given.tokens, "tokens")
+    positions = _as_positions(spec, given.positions, tokens)
+    mask = _as_mask(given.attention_mask, tokens, "attention_mask")
+    checked = ModelInput(tokens, mask, _as_token_types(spec, given.token_types, tokens), positions)
+    if spec.family != "encoder-decoder":
+        return checked
+    target = given.decoder_tokens
+    if target is None:
+        target = np.zeros((tokens.shape[0], 1), dtype=np.int64)
+    target = _as_tokens(spec, target, "decoder_tokens")
+    _as_positions(spec, None, target)  # the target must fit a learned position table too
+    target_mask = _as_mask(given.decoder_attention_mask, target, "decoder_attention_mask")
+    return replace(checked, decoder_tokens=target, decoder_attention_mask=target_mask)
+
+
+def forward(spec: Spec, weights: Weights, tokens: Array | ModelInput,
+            observe: Observer | None = None) -> ForwardOutput:
+    """Run the model on token ids (B, T), or a ModelInput with masks, token types, positions
+    and (encoder-decoder) the target: `tokens` is then the source and `decoder_tokens` the
+    target (default: one start token 0 per sequence, as T5)."""
+    given = _checked(spec, tokens if isinstance(tokens, ModelInput) else ModelInput(tokens))
+    probe = probe_for(observe)
+    causal = spec.family == "decoder"
+    inputs = StackInput(causal, given.positions, given.positions, 0, given.attention_mask)
     with blas_threads(1):  # all parallelism comes from the engine's own pool (parallel.py)
-        x = embed(spec, weights, tokens, positions, token_types, observe)  # (B, T, d)
+        x = embed(spec, weights, given.tokens, inputs.positions, given.token_types, probe)
         if spec.family == "encoder-decoder":
-            return _encoder_decoder(spec, weights, x, mask, positions, target, target_mask,
-                                    observe)
-        causal = spec.family == "decoder"
+            return _encoder_decoder(spec, weights, x, inputs, given, probe)
         stack = weights.decoder if causal else weights.encoder
-        hidden = forward_hidden(spec, stack, x, causal=causal, key_mask=mask,
-                                positions=positions, observe=observe)  # (B, T, d)
-        logits, pooled = _heads(spec, weights, hidden, observe)
+        hidden = forward_hidden(spec, stack, x, inputs, None, probe)  # (B, T, d)
+        logits, pooled = _heads(spec, weights, hidden, probe)
         return ForwardOutput(hidden, logits, None, pooled)

@@ -1,0 +1,82 @@
+"""What a stack call needs besides hidden states and weights, as one frozen object, and the
+observer bound to a path that reports each op's output shape.
+
+StackInput is built once, where positions are first known (forward, encode, a generation step),
+and handed unchanged through forward_hidden -> block_forward -> attention. The cache offset is
+its `start`: passed, never read back from the cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tfcli.engine.ops import Observer
+from tfcli.engine.positions import default_positions
+
+Array = np.ndarray
+
+
+@dataclass(frozen=True)
+class StackInput:
+    """The side inputs of one stack call (encoder or decoder)."""
+
+    causal: bool
+    positions: Array  # (1|B, T) int, the queries' positions (RoPE, relative bias)
+    key_positions: Array  # (1|B, S) int, the keys' (S = start + T with a cache, else T)
+    start: int = 0  # cache slot of query 0 (0 when uncached)
+    key_mask: Array | None = None  # (B, S) bool, True = real key; None: every key is real
+    encoder_out: Array | None = None  # (B, S_src, d) encoder-decoder: cross-attention's keys
+    encoder_mask: Array | None = None  # (B, S_src) bool, True = real source token
+    position_bias: Array | None = None  # (1|B, H, T, S) T5: set per stack by forward_hidden
+
+    @classmethod
+    def over(cls, length: int, causal: bool, key_mask: Array | None = None,
+             encoder_out: Array | None = None, encoder_mask: Array | None = None) -> StackInput:
+        """A whole uncached sequence: queries and keys at positions 0..length-1."""
+        positions = default_positions(1, length)  # (1, T)
+        return cls(causal, positions, positions, 0, key_mask, encoder_out, encoder_mask)
+
+    @property
+    def stack(self) -> str:
+        """The stack's name in observer paths: a causal stack is the decoder."""
+        return "decoder" if self.causal else "encoder"
+
+
+class Probe:
+    """An Observer bound to a path: probe(op, shape) reports observe(path, op, shape)."""
+
+    __slots__ = ("observe", "path")
+
+    def __init__(self, observe: Observer, path: str = "") -> None:
+        self.observe, self.path = observe, path
+
+    def __call__(self, op: str, shape: tuple[int, ...]) -> None:
+        self.observe(self.path, op, shape)
+
+    def at(self, part: str | int) -> Probe:
+        """The probe one level down: path `{path}.{part}` (or `part` at the root)."""
+        return Probe(self.observe, f"{self.path}.{part}" if self.path else str(part))
+
+
+class _Silent(Probe):
+    """The do-nothing probe: no path is ever formatted, no call reaches an observer."""
+
+    def __call__(self, op: str, shape: tuple[int, ...]) -> None:
+        pass
+
+    def at(self, part: str | int) -> Probe:
+        return self
+
+
+def _ignore(path: str, op: str, shape: tuple[int, ...]) -> None:
+    pass
+
+
+NO_PROBE: Probe = _Silent(_ignore)
+
+
+def probe_for(observe: Observer | None) -> Probe:
+    """The root probe of a forward pass: NO_PROBE when nobody observes."""
+    return NO_PROBE if observe is None else Probe(observe)
