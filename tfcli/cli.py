@@ -381,12 +381,12 @@ def depth_sweep_cmd(
     )
     model_spec = _load(spec) if spec is not None else None
     check_depth_sweep(model_spec, options)
-    if plot:
+    if plot is not None:  # `--plot ''` is refused by name, not taken as no plot
         check_png_possible(plot)
     show_progress = not quiet and fmt is OutputFormat.table
     result = with_progress(lambda progress: run_depth_sweep(model_spec, options, progress),
                             show_progress, "stacking layers")
-    if plot:
+    if plot is not None:
         write_png(result, plot)
     emit(result, fmt, lambda: render_depth_sweep(result))
 

@@ -50,6 +50,9 @@ def check_output_file(path: str, option: str, suffix: str | None = None) -> Path
     file in a writable folder (and ends in `suffix`, when one is required)."""
     if not path.strip():
         raise BadInputError(f"{option} needs a file name")
+    if path == "-":  # the shell idiom for stdout; writing a file named '-' would surprise
+        raise BadInputError(f"{option} writes a file, not standard output: give a file name "
+                            "(./- if you mean a file called '-')")
     if suffix is not None and not path.lower().endswith(suffix):
         raise BadInputError(f"{option} writes {suffix[1:].upper()} only: give a file name "
                             f"ending in {suffix} (got {shown_path(path)})")

@@ -76,7 +76,11 @@ class WatchedStream:
 
     def write(self, text: str) -> int:
         try:
-            return self.stream.write(text)
+            try:
+                return self.stream.write(text)
+            except UnicodeEncodeError:  # an ASCII or Latin-1 stdout (LC_ALL=C, cron, old ttys)
+                self.stream.write(encodable(text, self.stream))
+                return len(text)
         except OSError as exc:
             self._failed(exc)
             return len(text)
@@ -95,6 +99,22 @@ class WatchedStream:
 
     def __getattr__(self, name: str) -> Any:  # isatty, fileno, encoding, buffer, ...
         return getattr(self.stream, name)
+
+
+# Our own typography, spelled in ASCII for a stream that cannot encode it: '50,257×768' must
+# not become '50,257?768'. Whatever is still unencodable (user text) becomes an escape.
+_ASCII_SPELLING = str.maketrans({"×": "x", "—": "-", "–": "-", "…": "...", "·": "*", "→": "->",
+                                 "←": "<-", "≈": "~", "≤": "<=", "≥": ">=", "±": "+/-",
+                                 "²": "^2", "√": "sqrt", "‘": "'", "’": "'", "“": '"', "”": '"',
+                                 "•": "*", "│": "|", "─": "-", "━": "-", "┃": "|"})
+
+
+def encodable(text: str, stream: Any) -> str:
+    """`text` as `stream`'s encoding can write it: typography spelled in ASCII, anything else
+    that does not encode (an emoji in a spec name) as a backslash escape."""
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    spelled = text.translate(_ASCII_SPELLING)
+    return spelled.encode(encoding, "backslashreplace").decode(encoding)
 
 
 class ClosedStream(io.TextIOBase):

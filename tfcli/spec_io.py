@@ -54,6 +54,9 @@ def bundled_spec_path(name: str) -> Path:
 
 def resolve_spec_path(arg: str) -> Path:
     """A path as given, or the bundled spec of that name; a clear error otherwise."""
+    if not arg:  # Path('') is the current folder: `tfcli run ""` would load whatever is here
+        raise SpecError("''", [Problem("", "an empty spec name: give a spec file, a bundled "
+                                           "spec name or a model directory")])
     path = Path(arg)
     try:
         if path.exists():

@@ -35,9 +35,14 @@ def numpy_dtype(name: str) -> type:
 
 def _checkpoint_dir(spec_arg: str, weights_dir: str | None) -> str | None:
     if weights_dir is not None:
+        if not weights_dir:  # Path('') is the current folder: it would load whatever is here
+            raise BadInputError("--weights needs a model directory (got an empty name)")
         return weights_dir
     path = Path(spec_arg)
-    return spec_arg if path.is_dir() and (path / "config.json").is_file() else None
+    try:
+        return spec_arg if path.is_dir() and (path / "config.json").is_file() else None
+    except OSError:  # a name too long, an unsearchable parent: not one (load_spec says why)
+        return None
 
 
 Estimator = Callable[[Spec, type], MemoryEstimate]

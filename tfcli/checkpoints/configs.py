@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from tfcli.checkpoints.fields import Config, ConfigFields, int_literal, shown
 from tfcli.checkpoints.heads import ARCHITECTURE_TYPES, ARCHITECTURES, REFUSED, Architecture, body_only_label, classes_for
-from tfcli.errors import BadInputError, SpecConsistencyError
+from tfcli.errors import BadInputError, SpecConsistencyError, clip
 from tfcli.spec import Spec
 
 CONFIG_FILE = "config.json"
@@ -289,9 +289,16 @@ def spec_from_config(config: Config, source: str, *, file: str = CONFIG_FILE) ->
 
 
 def config_file(path: str | Path) -> Path:
-    """The config.json of a model directory, or `path` itself when it names the file."""
-    path = Path(path)
-    return path / CONFIG_FILE if path.is_dir() else path
+    """The config.json of a model directory, or `path` itself when it names the file. An empty
+    name is refused (Path('') is the current folder), as is a path the system cannot look at
+    (too long, a parent not searchable): pathlib's is_dir() raises for those."""
+    if isinstance(path, str) and not path:
+        raise BadInputError("the model directory's name is empty: give a folder with config.json")
+    folder = Path(path)
+    try:
+        return folder / CONFIG_FILE if folder.is_dir() else folder
+    except OSError as exc:
+        raise BadInputError(f"{clip(str(path))}: cannot be read ({exc.strerror or exc})") from None
 
 
 class _DuplicateKey(ValueError):
@@ -360,7 +367,8 @@ def read_config(path: str | Path) -> Config:
     """The parsed config.json of a model directory (or the file itself)."""
     file = config_file(path)
     if not file.exists():
-        raise BadInputError(f"{path}: no config.json (expected a Hugging Face model directory)")
+        raise BadInputError(f"{clip(str(path))}: no config.json (expected a Hugging Face model "
+                            "directory)")
     return config_from_bytes(read_bounded(file, MAX_CONFIG_BYTES), file)
 
 

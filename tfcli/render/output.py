@@ -36,14 +36,26 @@ class Result(Protocol):
 PIPED_WIDTH = 120  # columns when stdout is not a terminal (rich would assume 80)
 
 
+MIN_WIDTH, MAX_WIDTH = 40, 10_000  # COLUMNS=0 printed nothing at all; 1e400 is no width
+
+
+def _columns() -> int | None:
+    """COLUMNS when it is a number, held to [MIN_WIDTH, MAX_WIDTH]; None when it is unset or
+    not a number (then the terminal's width, or PIPED_WIDTH when piped)."""
+    text = os.environ.get("COLUMNS", "")
+    if not (text.isascii() and text.isdigit()):  # not '-5', 'abc' or '٨٠'
+        return None
+    return min(max(int(text[:6]), MIN_WIDTH), MAX_WIDTH)
+
+
 def stdout_console() -> Console:
     # Piped tables (into a file, less, a README) get room for their numbers; COLUMNS still wins.
-    width = None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPED_WIDTH
+    width = _columns() or (None if sys.stdout.isatty() else PIPED_WIDTH)
     return SafeConsole(highlight=False, width=width)
 
 
 def stderr_console() -> Console:
-    return SafeConsole(stderr=True, highlight=False)
+    return SafeConsole(stderr=True, highlight=False, width=_columns())
 
 
 def emit(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType]) -> None:
