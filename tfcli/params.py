@@ -9,7 +9,7 @@ keeps it so): all of them count with it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from math import prod
 
 from tfcli.spec import Spec
@@ -23,18 +23,26 @@ EMBEDDING, ATTENTION, FFN, NORM, POSITION, HEAD, POOLER = (
     "embedding", "attention", "ffn", "norm", "position", "head", "pooler",
 )
 TIED_NOTE = "tied — shared with token embedding"
+# In a component's path, `*` stands for every index of the list before it: `decoder.blocks.*`
+# is every decoder block, `ffn.experts.*` every expert of a block.
+EVERY = "*"
 
 
 @dataclass(frozen=True)
 class Component:
     """One parameter array, repeated `repeat` times (once per block, expert, ...)."""
 
-    name: str  # e.g. "decoder.block.attn.q.weight"
+    name: str  # display name, e.g. "decoder.block.attn.q.weight"
     group: str
     shape: tuple[int, ...]
     repeat: int = 1
     note: str = ""
     tied: bool = False  # shares storage with another component: counted as 0
+    _: KW_ONLY
+    # The array's path in tfcli.engine.weights.Weights, as the checkpoint tables and the trace
+    # rows name it, with EVERY for a block / expert index: "decoder.blocks.*.attn.wq". A tied
+    # component carries the path of the array it shares ("token_embedding").
+    path: str
 
     @property
     def per_instance(self) -> int:
@@ -45,79 +53,85 @@ class Component:
         return self.per_instance * self.repeat
 
 
-def _norm(spec: Spec, name: str, group: str = NORM, repeat: int = 1) -> list[Component]:
+def _norm(spec: Spec, name: str, path: str, group: str = NORM, repeat: int = 1) -> list[Component]:
     d = spec.d_model
     if spec.norm in ("layernorm", "rmsnorm"):
-        out = [Component(f"{name}.scale", group, (d,), repeat)]
+        out = [Component(f"{name}.scale", group, (d,), repeat, path=f"{path}.scale")]
         if spec.norm == "layernorm":
-            out.append(Component(f"{name}.bias", group, (d,), repeat))
+            out.append(Component(f"{name}.bias", group, (d,), repeat, path=f"{path}.bias"))
         return out
     return []
 
 
-def _attention(spec: Spec, name: str, repeat: int) -> list[Component]:
+def _attention(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
     d, q, kv = spec.d_model, spec.n_heads * spec.head_dim, spec.kv_heads * spec.head_dim
     out = [
-        Component(f"{name}.q.weight", ATTENTION, (d, q), repeat),
-        Component(f"{name}.k.weight", ATTENTION, (d, kv), repeat),
-        Component(f"{name}.v.weight", ATTENTION, (d, kv), repeat),
-        Component(f"{name}.o.weight", ATTENTION, (q, d), repeat),
+        Component(f"{name}.q.weight", ATTENTION, (d, q), repeat, path=f"{path}.wq"),
+        Component(f"{name}.k.weight", ATTENTION, (d, kv), repeat, path=f"{path}.wk"),
+        Component(f"{name}.v.weight", ATTENTION, (d, kv), repeat, path=f"{path}.wv"),
+        Component(f"{name}.o.weight", ATTENTION, (q, d), repeat, path=f"{path}.wo"),
     ]
     if spec.attention_bias:
         for proj, width in (("q", q), ("k", kv), ("v", kv), ("o", d)):
-            out.append(Component(f"{name}.{proj}.bias", ATTENTION, (width,), repeat))
+            out.append(Component(f"{name}.{proj}.bias", ATTENTION, (width,), repeat,
+                                 path=f"{path}.b{proj}"))
     return out
 
 
-def _dense_ffn(spec: Spec, name: str, repeat: int) -> list[Component]:
+def _dense_ffn(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
     d, f = spec.d_model, spec.d_ff
-    out = [Component(f"{name}.up.weight", FFN, (d, f), repeat)]
+    out = [Component(f"{name}.up.weight", FFN, (d, f), repeat, path=f"{path}.w_up")]
     if spec.gated:
-        out.append(Component(f"{name}.gate.weight", FFN, (d, f), repeat))
-    out.append(Component(f"{name}.down.weight", FFN, (f, d), repeat))
+        out.append(Component(f"{name}.gate.weight", FFN, (d, f), repeat, path=f"{path}.w_gate"))
+    out.append(Component(f"{name}.down.weight", FFN, (f, d), repeat, path=f"{path}.w_down"))
     if spec.ffn_bias:
-        out.append(Component(f"{name}.up.bias", FFN, (f,), repeat))
+        out.append(Component(f"{name}.up.bias", FFN, (f,), repeat, path=f"{path}.b_up"))
         if spec.gated:
-            out.append(Component(f"{name}.gate.bias", FFN, (f,), repeat))
-        out.append(Component(f"{name}.down.bias", FFN, (d,), repeat))
+            out.append(Component(f"{name}.gate.bias", FFN, (f,), repeat, path=f"{path}.b_gate"))
+        out.append(Component(f"{name}.down.bias", FFN, (d,), repeat, path=f"{path}.b_down"))
     return out
 
 
-def _ffn(spec: Spec, name: str, repeat: int) -> list[Component]:
+def _ffn(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
     if not spec.n_experts:
-        return _dense_ffn(spec, f"{name}.ffn", repeat)
-    router = Component(f"{name}.router.weight", FFN, (spec.d_model, spec.n_experts), repeat)
-    experts = _dense_ffn(spec, f"{name}.experts", repeat * spec.n_experts)
+        return _dense_ffn(spec, f"{name}.ffn", f"{path}.ffn", repeat)
+    router = Component(f"{name}.router.weight", FFN, (spec.d_model, spec.n_experts), repeat,
+                       path=f"{path}.ffn.router")
+    experts = _dense_ffn(spec, f"{name}.experts", f"{path}.ffn.experts.{EVERY}",
+                         repeat * spec.n_experts)
     return [router, *experts]
 
 
 def _stack(spec: Spec, stack: str, n_layers: int, cross: bool) -> list[Component]:
-    block = f"{stack}.block"
+    block, path = f"{stack}.block", f"{stack}.blocks.{EVERY}"
     out: list[Component] = []
     if spec.positions == "relative":
         rel = (spec.relative_buckets, spec.n_heads)
-        out.append(Component(f"{stack}.relative_bias", POSITION, rel, note="shared by all blocks"))
-    out += _norm(spec, f"{block}.attn_norm", repeat=n_layers)
-    out += _attention(spec, f"{block}.attn", n_layers)
+        out.append(Component(f"{stack}.relative_bias", POSITION, rel, note="shared by all blocks",
+                             path=f"{stack}.relative_bias"))
+    out += _norm(spec, f"{block}.attn_norm", f"{path}.attn_norm", repeat=n_layers)
+    out += _attention(spec, f"{block}.attn", f"{path}.attn", n_layers)
     if cross:
-        out += _norm(spec, f"{block}.cross_norm", repeat=n_layers)
-        out += _attention(spec, f"{block}.cross_attn", n_layers)
-    out += _norm(spec, f"{block}.ffn_norm", repeat=n_layers)
-    out += _ffn(spec, block, n_layers)
+        out += _norm(spec, f"{block}.cross_norm", f"{path}.cross_norm", repeat=n_layers)
+        out += _attention(spec, f"{block}.cross_attn", f"{path}.cross_attn", n_layers)
+    out += _norm(spec, f"{block}.ffn_norm", f"{path}.ffn_norm", repeat=n_layers)
+    out += _ffn(spec, block, path, n_layers)
     if spec.final_norm:
-        out += _norm(spec, f"{stack}.final_norm")
+        out += _norm(spec, f"{stack}.final_norm", f"{stack}.final_norm")
     return out
 
 
 def _embeddings(spec: Spec) -> list[Component]:
     d = spec.d_model
-    out = [Component("embed.token", EMBEDDING, (spec.vocab_size, d))]
+    out = [Component("embed.token", EMBEDDING, (spec.vocab_size, d), path="token_embedding")]
     if spec.positions == "learned":
-        out.append(Component("embed.position", EMBEDDING, (spec.max_seq_len, d)))
+        out.append(Component("embed.position", EMBEDDING, (spec.max_seq_len, d),
+                             path="position_embedding"))
     if spec.type_vocab_size:
-        out.append(Component("embed.token_type", EMBEDDING, (spec.type_vocab_size, d)))
+        out.append(Component("embed.token_type", EMBEDDING, (spec.type_vocab_size, d),
+                             path="token_type_embedding"))
     if spec.embedding_norm:
-        out += _norm(spec, "embed.norm")
+        out += _norm(spec, "embed.norm", "embedding_norm")
     return out
 
 
@@ -126,10 +140,11 @@ def _heads(spec: Spec) -> list[Component]:
     if spec.lm_head:
         shape = (spec.d_model, spec.vocab_size)
         tied = spec.tie_embeddings
-        out.append(Component("lm_head", HEAD, shape, note=TIED_NOTE if tied else "", tied=tied))
+        out.append(Component("lm_head", HEAD, shape, note=TIED_NOTE if tied else "", tied=tied,
+                             path="token_embedding" if tied else "lm_head"))
     if spec.pooler:
-        out.append(Component("pooler.weight", POOLER, (spec.d_model, spec.d_model)))
-        out.append(Component("pooler.bias", POOLER, (spec.d_model,)))
+        out.append(Component("pooler.weight", POOLER, (spec.d_model, spec.d_model), path="pooler_w"))
+        out.append(Component("pooler.bias", POOLER, (spec.d_model,), path="pooler_b"))
     return out
 
 
@@ -151,7 +166,7 @@ def inactive_expert_parameters(spec: Spec) -> int:
     """Expert weights a token does not touch: (n_experts - experts_per_token) experts per block."""
     if not spec.n_experts:
         return 0
-    per_expert = sum(c.per_instance for c in _dense_ffn(spec, "e", 1))
+    per_expert = sum(c.per_instance for c in _dense_ffn(spec, "e", "e", 1))
     layers = spec.encoder_layers + spec.decoder_layers
     return (spec.n_experts - spec.experts_per_token) * per_expert * layers
 

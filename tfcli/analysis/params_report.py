@@ -22,6 +22,9 @@ class ComponentRow:
     name: str  # e.g. "decoder.block.attn.q"
     group: str
     shapes: tuple[tuple[int, ...], ...]  # weight shape, then bias shape when present
+    # the Weights path of each of those arrays, e.g. ("decoder.blocks.*.attn.wq",
+    # "decoder.blocks.*.attn.bq"); `*`: every block (and expert), see tfcli.params.EVERY
+    paths: tuple[str, ...]
     per_block: int  # parameters in one block (block rows) or in the whole row otherwise
     blocks: int  # how many blocks repeat it (1 outside blocks)
     count: int
@@ -140,7 +143,8 @@ class ParamsReport:
 def _row_dict(row: ComponentRow) -> dict[str, Any]:
     return {
         "name": row.name, "count": row.count, "group": row.group,
-        "shapes": [list(s) for s in row.shapes], "per_block": row.per_block,
+        "shapes": [list(s) for s in row.shapes], "paths": list(row.paths),
+        "per_block": row.per_block,
         "blocks": row.blocks, "share": row.share, "note": row.note,
     }
 
@@ -173,6 +177,7 @@ def merge_rows(spec: Spec, comps: list[Component], total: int) -> list[Component
         blocks = _stack_layers(spec, name)
         rows.append(ComponentRow(
             name=name, group=parts[0].group, shapes=tuple(p.shape for p in parts),
+            paths=tuple(p.path for p in parts),
             per_block=count // blocks, blocks=blocks, count=count,
             share=count / total if total else 0.0, note=parts[0].note,
         ))

@@ -10,9 +10,12 @@ Entry points for `tfcli trace`:
     tfcli.render.trace.render_trace(report)
 
 Parameters are attributed from tfcli.params.components, so the rows sum to
-total_parameters(spec). The T5 relative-bias table of each stack is owned by the `scores` op of
-that stack's first block; a table shared by source and target (token, position) is owned by
-the first `embed` rows (the encoder's).
+total_parameters(spec), and each row names the Weights paths of the arrays it owns
+(`weights`: "decoder.blocks.3.attn.wq"; `*` for every expert, "decoder.blocks.1-79.attn.wq"
+for a repeated span), the same paths as the params components and the checkpoint tables. The T5
+relative-bias table of each stack is owned by the `scores` op of that stack's first block; a
+table shared by source and target (token, position) is owned by the first `embed` rows (the
+encoder's).
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from tfcli.errors import BadInputError
-from tfcli.params import DTYPE_BYTES, components
+from tfcli.params import DTYPE_BYTES, EVERY, components
 from tfcli.spec import Spec
 
 Shape = tuple[int, ...]
@@ -34,6 +37,7 @@ ACTIVATION_DTYPES = ("float32", "bfloat16", "float16")
 MAX_LISTED_BLOCKS = 256  # deeper stacks show block 0 and one row group for blocks 1..L-1
 MAX_SIZE = 2**40  # --batch / lengths: past this, FLOP totals would outgrow a float's range
 _BLOCK_INDEX = re.compile(r"\d+(-\d+)?")  # "3", or "1-79" for a repeated run of blocks
+_WEIGHTS_BLOCK = re.compile(r"\.blocks\.(\d+)(?=\.|$)")  # the block index of a Weights path
 
 # FLOPs per output element of elementwise ops: small stated constants (see convention_text).
 ADD_FLOPS = 1  # residual add, position / token-type add, bias add
@@ -56,13 +60,27 @@ class TraceRow:
     # Identical blocks this row stands for ("decoder.1-79.attn": 79); params, flops and
     # act_bytes are summed over them, shapes are each one's.
     repeat: int = 1
+    # Weights paths of the arrays whose parameters `params` counts, e.g.
+    # ("decoder.blocks.3.attn.wq", "decoder.blocks.3.attn.bq"); () when it owns none
+    weights: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path, "op": self.op, "inputs": [list(s) for s in self.inputs],
-            "output": list(self.output), "params": self.params, "flops": self.flops,
+            "output": list(self.output), "params": self.params,
+            "weight_paths": list(self.weights), "flops": self.flops,
             "act_bytes": self.act_bytes, "repeat": self.repeat,
         }
+
+
+class Owned(NamedTuple):
+    """Parameters an op owns and the Weights paths of their arrays."""
+
+    params: int = 0
+    paths: tuple[str, ...] = ()
+
+
+NOTHING = Owned()
 
 
 @dataclass(frozen=True)
@@ -172,13 +190,23 @@ def _merge(path: str, rows: list[TraceRow]) -> TraceRow:
         path, f"{len(rows)} ops", rows[0].inputs, rows[-1].output,
         sum(r.params for r in rows), sum(r.flops for r in rows), sum(r.act_bytes for r in rows),
         repeats.pop() if len(repeats) == 1 else 1,
+        tuple(dict.fromkeys(w for r in rows for w in r.weights)),
     )
+
+
+def _renamed_block(weights: tuple[str, ...], stack: str, old: str, new: str) -> tuple[str, ...]:
+    """Weights paths of block `old` of `stack` named for block (or span) `new`."""
+    before, after = f"{stack}.blocks.{old}.", f"{stack}.blocks.{new}."
+    return tuple(after + w.removeprefix(before) if w.startswith(before) else w for w in weights)
 
 
 def _repeated(row: TraceRow, first: str, span: str, repeat: int) -> TraceRow:
     """Block `first`'s row standing for `repeat` identical blocks named `span`."""
+    stack, old = first.split(".")
+    weights = _renamed_block(row.weights, stack, old, span.split(".")[1])
     return replace(row, path=span + row.path.removeprefix(first), params=row.params * repeat,
-                   flops=row.flops * repeat, act_bytes=row.act_bytes * repeat, repeat=repeat)
+                   flops=row.flops * repeat, act_bytes=row.act_bytes * repeat, repeat=repeat,
+                   weights=weights)
 
 
 def expand_rows(rows: tuple[TraceRow, ...] | list[TraceRow]) -> list[TraceRow]:
@@ -207,7 +235,8 @@ def _unrolled(group: list[TraceRow]) -> list[TraceRow]:
     first, repeat = int(span.split("-")[0]), group[0].repeat
     return [replace(r, path=f"{stack}.{first + i}{r.path.removeprefix(f'{stack}.{span}')}",
                     params=r.params // repeat, flops=r.flops // repeat,
-                    act_bytes=r.act_bytes // repeat, repeat=1)
+                    act_bytes=r.act_bytes // repeat, repeat=1,
+                    weights=_renamed_block(r.weights, stack, span, str(first + i)))
             for i in range(repeat) for r in group]
 
 
@@ -263,32 +292,44 @@ class _Tracer:
         self.spec, self.batch = spec, batch
         self.element_bytes = DTYPE_BYTES[dtype]
         self.rows: list[TraceRow] = []
-        self._counts = [(c.name, c.count) for c in components(spec)]
+        # a tied head owns nothing: its table belongs to token_embedding
+        self._counts = [(c.path, c.count) for c in components(spec) if not c.tied]
 
-    def owned(self, prefix: str, blocks: int = 1) -> int:
-        """Parameters of the components named `prefix` or `prefix.*`, per block of `blocks`."""
-        dotted = prefix + "."
-        total = sum(n for name, n in self._counts if name == prefix or name.startswith(dotted))
-        return total // blocks
+    def owned(self, *prefixes: str, blocks: int = 1) -> Owned:
+        """Parameters (per block of `blocks`) and Weights paths of the components at `prefixes`
+        (a path, or the paths under it). A prefix in block i, `decoder.blocks.3.attn.wq`, finds
+        the component of every block, `decoder.blocks.*.attn.wq`, and names it for block i."""
+        total, paths = 0, []
+        for prefix in prefixes:
+            block = _WEIGHTS_BLOCK.search(prefix)
+            every = _WEIGHTS_BLOCK.sub(f".blocks.{EVERY}", prefix, count=1)
+            for path, n in self._counts:
+                if path == every or path.startswith(every + "."):
+                    total += n
+                    paths.append(path.replace(f".blocks.{EVERY}", f".blocks.{block.group(1)}", 1)
+                                 if block else path)
+        return Owned(total // blocks, tuple(paths))
 
     def add(self, path: str, op: str, inputs: list[Shape], output: Shape,
-            params: int = 0, flops: int = 0) -> None:
+            owned: Owned = NOTHING, flops: int = 0) -> None:
         act_bytes = math.ceil(math.prod(output) * self.element_bytes)
-        self.rows.append(TraceRow(path, op, tuple(inputs), output, params, flops, act_bytes))
+        self.rows.append(TraceRow(path, op, tuple(inputs), output, owned.params, flops, act_bytes,
+                                  weights=owned.paths))
 
     def embed(self, length: int, owns_tables: bool) -> None:
         s, x = self.spec, (self.batch, length, self.spec.d_model)
-        def own(prefix: str) -> int:
-            return self.owned(prefix) if owns_tables else 0
-        self.add("embed", "token_embedding", [x[:2]], x, own("embed.token"))
+        def own(prefix: str) -> Owned:
+            return self.owned(prefix) if owns_tables else NOTHING
+        self.add("embed", "token_embedding", [x[:2]], x, own("token_embedding"))
         add, norm = ADD_FLOPS * math.prod(x), NORM_FLOPS * math.prod(x)
         if s.positions in ("learned", "sinusoidal"):
             table = (length, s.d_model)  # rows of the learned table, or the sinusoids
-            self.add("embed", "position_embedding", [x, table], x, own("embed.position"), add)
+            self.add("embed", "position_embedding", [x, table], x, own("position_embedding"), add)
         if s.type_vocab_size:
-            self.add("embed", "token_type_embedding", [x, x[:2]], x, own("embed.token_type"), add)
+            self.add("embed", "token_type_embedding", [x, x[:2]], x, own("token_type_embedding"),
+                     add)
         if s.embedding_norm:
-            self.add("embed", "embedding_norm", [x], x, own("embed.norm"), norm)
+            self.add("embed", "embedding_norm", [x], x, own("embedding_norm"), norm)
 
     def stack(self, stack: str, length: int, memory_len: int | None) -> None:
         """Every block of `stack` (with cross-attention over memory_len source positions)."""
@@ -309,28 +350,29 @@ class _Tracer:
 
     def block(self, stack: str, i: int, layers: int, length: int, memory_len: int | None) -> None:
         """Block i of `stack` (of `layers`); block 0 owns the stack's T5 relative-bias table."""
-        w = f"{stack}.block"
-        rel_bias = self.owned(f"{stack}.relative_bias") if i == 0 else 0
+        w = f"{stack}.blocks.{i}"
+        rel_bias = self.owned(f"{stack}.relative_bias") if i == 0 else NOTHING
         self.attention(f"{stack}.{i}.attn", f"{w}.attn", f"{w}.attn_norm", layers,
                        length, length, rel_bias)
         if memory_len is not None:
             self.attention(f"{stack}.{i}.cross_attn", f"{w}.cross_attn", f"{w}.cross_norm",
-                           layers, length, memory_len, 0)
+                           layers, length, memory_len, NOTHING)
         self.ffn(f"{stack}.{i}.ffn", w, layers, length)
 
     def norm(self, path: str, prefix: str, layers: int, length: int, placement: str) -> None:
         s = self.spec
         if s.norm_placement == placement and s.norm != "none":
             x = (self.batch, length, s.d_model)
-            self.add(path, "norm", [x], x, self.owned(prefix, layers), NORM_FLOPS * math.prod(x))
+            self.add(path, "norm", [x], x, self.owned(prefix, blocks=layers),
+                     NORM_FLOPS * math.prod(x))
 
     def residual(self, path: str, norm: str, layers: int, length: int) -> None:
         x = (self.batch, length, self.spec.d_model)
-        self.add(path, "residual_add", [x, x], x, 0, ADD_FLOPS * math.prod(x))
+        self.add(path, "residual_add", [x, x], x, NOTHING, ADD_FLOPS * math.prod(x))
         self.norm(path, norm, layers, length, "post")
 
     def attention(self, path: str, w: str, norm: str, layers: int, length: int, keys: int,
-                  score_params: int) -> None:
+                  score_params: Owned) -> None:
         """One attention sublayer: queries over `length` positions, keys over `keys`."""
         s, B, T, S = self.spec, self.batch, length, keys
         H, Hkv, dh, d = s.n_heads, s.kv_heads, s.head_dim, s.d_model
@@ -340,7 +382,8 @@ class _Tracer:
         def project(op: str, name: str, inp: Shape, out: Shape, tokens: int, n_in: int,
                     n_out: int) -> None:
             flops = _linear_flops(tokens, n_in, n_out, bool(s.attention_bias))
-            self.add(path, op, [inp], out, self.owned(f"{w}.{name}", layers), flops)
+            owned = self.owned(f"{w}.w{name}", f"{w}.b{name}", blocks=layers)
+            self.add(path, op, [inp], out, owned, flops)
 
         self.norm(path, norm, layers, T, "pre")
         project("q_proj", "q", x, q, B * T, d, H * dh)
@@ -348,15 +391,15 @@ class _Tracer:
         project("v_proj", "v", memory, kv, B * S, d, Hkv * dh)
         pair_flops = 2 * B * H * T * S * dh  # every (query, key) pair: one dh-long dot product
         self.add(path, "scores", [q, kv], scores, score_params, pair_flops)
-        self.add(path, "softmax", [scores], scores, 0, SOFTMAX_FLOPS * math.prod(scores))
-        self.add(path, "weighted_sum", [scores, kv], q, 0, pair_flops)
+        self.add(path, "softmax", [scores], scores, NOTHING, SOFTMAX_FLOPS * math.prod(scores))
+        self.add(path, "weighted_sum", [scores, kv], q, NOTHING, pair_flops)
         project("out_proj", "o", q, x, B * T, H * dh, d)  # heads merged: (B, T, H*dh) @ wo
         self.residual(path, norm, layers, T)
 
     def ffn(self, path: str, w: str, layers: int, length: int) -> None:
         self.norm(path, f"{w}.ffn_norm", layers, length, "pre")
         if self.spec.n_experts:
-            self.moe(path, w, layers, length)
+            self.moe(path, f"{w}.ffn", layers, length)
         else:
             self.dense_ffn(path, f"{w}.ffn", layers, length)
         self.residual(path, f"{w}.ffn_norm", layers, length)
@@ -364,22 +407,25 @@ class _Tracer:
     def dense_ffn(self, path: str, w: str, layers: int, length: int) -> None:
         s, tokens = self.spec, self.batch * length
         x, h, bias = (self.batch, length, s.d_model), (self.batch, length, s.d_ff), bool(s.ffn_bias)
+        def own(proj: str) -> Owned:
+            return self.owned(f"{w}.w_{proj}", f"{w}.b_{proj}", blocks=layers)
         up = _linear_flops(tokens, s.d_model, s.d_ff, bias)
-        self.add(path, "ffn_up", [x], h, self.owned(f"{w}.up", layers), up)
+        self.add(path, "ffn_up", [x], h, own("up"), up)
         if s.gated:
-            self.add(path, "ffn_gate", [x], h, self.owned(f"{w}.gate", layers), up)
+            self.add(path, "ffn_gate", [x], h, own("gate"), up)
         inputs = [h, h] if s.gated else [h]
-        self.add(path, "activation", inputs, h, 0, _activation_flops(s) * math.prod(h))
+        self.add(path, "activation", inputs, h, NOTHING, _activation_flops(s) * math.prod(h))
         down = _linear_flops(tokens, s.d_ff, s.d_model, bias)
-        self.add(path, "ffn_down", [h], x, self.owned(f"{w}.down", layers), down)
+        self.add(path, "ffn_down", [h], x, own("down"), down)
 
     def moe(self, path: str, w: str, layers: int, length: int) -> None:
         s, tokens = self.spec, self.batch * length
         x, routed = (self.batch, length, s.d_model), (self.batch, length, s.n_experts)
         router = _linear_flops(tokens, s.d_model, s.n_experts, False)
-        self.add(path, "router", [x], routed, self.owned(f"{w}.router", layers), router)
+        self.add(path, "router", [x], routed, self.owned(f"{w}.router", blocks=layers), router)
         experts = tokens * s.experts_per_token * _dense_ffn_token_flops(s)
-        self.add(path, "experts", [x, routed], x, self.owned(f"{w}.experts", layers), experts)
+        self.add(path, "experts", [x, routed], x, self.owned(f"{w}.experts", blocks=layers),
+                 experts)
 
     def head(self, length: int) -> None:
         s, B, d = self.spec, self.batch, self.spec.d_model
@@ -390,7 +436,7 @@ class _Tracer:
             self.add("head", "logits", [x], logits, self.owned("lm_head"), flops)
         if s.pooler:  # tanh(W h[:, 0] + b): the first token of each sequence only
             pooler = _linear_flops(B, d, d, True) + ACTIVATION_FLOPS * B * d
-            self.add("head", "pooler", [x], (B, d), self.owned("pooler"), pooler)
+            self.add("head", "pooler", [x], (B, d), self.owned("pooler_w", "pooler_b"), pooler)
 
 
 # --- entry point --------------------------------------------------------------------------------

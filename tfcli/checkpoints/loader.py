@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from tfcli.checkpoints.configs import config_file, model_type, read_config, spec_from_config_dir
-from tfcli.checkpoints.names import TABLES, Rule, Table
+from tfcli.checkpoints.names import TABLES, Rule, Table, engine_paths
 from tfcli.checkpoints.tensors import TensorSource
 from tfcli.engine.weights import Initializer, Weights, count_parameters, arrange_weights
 from tfcli.errors import BadInputError
@@ -97,7 +97,8 @@ def _expand(rule: Rule, spec: Spec, base: str) -> Iterator[tuple[str, tuple[str,
 
 def plan(table: Table, spec: Spec, base: str, slots: dict[str, Array],
          stored: dict[str, str]) -> tuple[list[Step], list[str]]:
-    """The steps that fill `slots`, and the checkpoint names they need but are missing."""
+    """The steps that fill `slots`, and the checkpoint names they need but are missing (each
+    with the Weights path(s) it would fill: 'h.0.ln_1.weight (for decoder.blocks.0.attn_norm.scale)')."""
     steps, missing = [], []
     for rule in table.rules:
         if not rule.when(spec):
@@ -108,7 +109,7 @@ def plan(table: Table, spec: Spec, base: str, slots: dict[str, Array],
             if hf in stored:
                 steps.append(Step(rule, stored[hf], ours))
             else:
-                missing.append(hf)
+                missing.append(f"{hf} (for {', '.join(ours)})")
     return steps, missing
 
 
@@ -175,6 +176,15 @@ def unexpected(table: Table, spec: Spec, stored: dict[str, str], used: set[str])
     )
 
 
+def _unexpected_label(table: Table, spec: Spec, base: str, name: str, canonical: str) -> str:
+    """`name` with what tfcli would make of it: the Weights path a rule maps it to (which this
+    spec lacks: a bias of a `bias: false` spec, a block past its last), or no weight at all."""
+    paths = engine_paths(table, spec, base, canonical)
+    if paths is None:
+        return f"{name} (no tfcli weight)"
+    return f"{name} (for {', '.join(paths)}, which this spec does not have)"
+
+
 def check_shapes(steps: list[Step], slots: dict[str, Array], source: TensorSource) -> None:
     for step in steps:
         expected = expected_shape(step.rule, [slots[p].shape for p in step.ours])
@@ -182,7 +192,8 @@ def check_shapes(steps: list[Step], slots: dict[str, Array], source: TensorSourc
         if actual != expected:
             raise BadInputError(
                 f"{source.directory}: tensor '{step.hf}' has shape {list(actual)}, expected "
-                f"{list(expected)} for the spec (does config.json match the weights?)"
+                f"{list(expected)} for the spec's {', '.join(step.ours)} (does config.json "
+                "match the weights?)"
             )
 
 
@@ -237,7 +248,10 @@ def checked_plan(table: Table, spec: Spec, slots: dict[str, Array], source: Tens
     if truncated:
         extra = [name for name in extra if not _later_block(name, spec)]
     if extra:
-        raise BadInputError(f"{source.directory}: unexpected tensor(s) {_listed(extra)} "
+        canonical = {name: key for key, name in stored.items()}
+        labels = [_unexpected_label(table, spec, base, name, canonical[name])
+                  for name in extra[:MAX_LISTED]] + extra[MAX_LISTED:]  # only the shown ones
+        raise BadInputError(f"{source.directory}: unexpected tensor(s) {_listed(labels)} "
                             f"(not part of a {kind} model as tfcli describes it)")
     check_shapes(steps, slots, source)
     return steps

@@ -1,11 +1,12 @@
 """Checkpoint tensor names -> tfcli Weights paths: one explicit table per model family.
 
 A Rule maps one checkpoint tensor to one or more Weights paths (dotted attribute / list-index
-paths such as `decoder.blocks.3.attn.wq`). Templates use `{base}` for the base-model prefix
-(`transformer.` in a GPT2LMHeadModel, `model.` in a LlamaForCausalLM, `bert.` in BertFor*),
-`{i}` for the block index and `{e}` for the expert index. A rule whose Weights paths do not
-exist for the spec (a bias when `bias: false`, a dense FFN in an MoE block) is skipped, so a
-table can list every variant of its family.
+paths such as `decoder.blocks.3.attn.wq`, the same paths that `tfcli params` components and
+`tfcli trace` rows carry). Templates use `{base}` for the base-model prefix (`transformer.` in a
+GPT2LMHeadModel, `model.` in a LlamaForCausalLM, `bert.` in BertFor*), `{i}` for the block index
+and `{e}` for the expert index (a params component writes both as `*`). A rule whose Weights
+paths do not exist for the spec (a bias when `bias: false`, a dense FFN in an MoE block) is
+skipped, so a table can list every variant of its family.
 
 Transforms: `copy` keeps the array; `linear` transposes torch nn.Linear's (out, in) to tfcli's
 (in, out); `split3` cuts GPT-2's fused c_attn (Conv1D, already (in, out)) into q, k, v along the
@@ -14,8 +15,10 @@ last axis.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 from tfcli.spec import Spec
@@ -209,3 +212,26 @@ T5 = Table(
 
 TABLES: dict[str, Table] = {"gpt2": GPT2, "bert": BERT, "llama": LLAMA, "mistral": LLAMA,
                             "mixtral": LLAMA, "t5": T5}
+
+
+# --- naming: checkpoint tensor -> Weights path, for messages ------------------------------------
+
+
+@cache
+def _hf_pattern(template: str, base: str) -> re.Pattern[str]:
+    """`template` as a regex: `{base}` literal, `{i}` / `{e}` named groups of digits."""
+    parts = re.split(r"(\{base\}|\{i\}|\{e\})", template)
+    fields = {"{base}": re.escape(base), "{i}": r"(?P<i>\d+)", "{e}": r"(?P<e>\d+)"}
+    return re.compile("".join(fields.get(p, re.escape(p)) for p in parts))
+
+
+def engine_paths(table: Table, spec: Spec, base: str, name: str) -> tuple[str, ...] | None:
+    """The Weights paths that `table` maps checkpoint tensor `name` (canonical, with `base`)
+    to, block and expert indices filled in, or None when no rule names it. For error messages
+    only: one regex per rule."""
+    rules = sorted(table.rules, key=lambda r: not r.when(spec))  # the spec's own variant first
+    for rule in rules:
+        match = _hf_pattern(rule.hf, base).fullmatch(name)
+        if match:
+            return tuple(p.format(**match.groupdict()) for p in rule.ours)
+    return None
