@@ -294,6 +294,7 @@ class _Tracer:
         self.rows: list[TraceRow] = []
         # a tied head owns nothing: its table belongs to token_embedding
         self._counts = [(c.path, c.count) for c in components(spec) if not c.tied]
+        self._found: dict[str, tuple[int, list[str]]] = {}  # prefix with `*` -> its components
 
     def owned(self, *prefixes: str, blocks: int = 1) -> Owned:
         """Parameters (per block of `blocks`) and Weights paths of the components at `prefixes`
@@ -303,12 +304,18 @@ class _Tracer:
         for prefix in prefixes:
             block = _WEIGHTS_BLOCK.search(prefix)
             every = _WEIGHTS_BLOCK.sub(f".blocks.{EVERY}", prefix, count=1)
-            for path, n in self._counts:
-                if path == every or path.startswith(every + "."):
-                    total += n
-                    paths.append(path.replace(f".blocks.{EVERY}", f".blocks.{block.group(1)}", 1)
-                                 if block else path)
+            count, found = self._components_at(every)
+            total += count
+            paths += [p.replace(f".blocks.{EVERY}", f".blocks.{block.group(1)}", 1) for p in found] \
+                if block else found
         return Owned(total // blocks, tuple(paths))
+
+    def _components_at(self, prefix: str) -> tuple[int, list[str]]:
+        """Parameters and paths of the components at `prefix`, looked up once per prefix."""
+        if prefix not in self._found:
+            hits = [(p, n) for p, n in self._counts if p == prefix or p.startswith(prefix + ".")]
+            self._found[prefix] = (sum(n for _, n in hits), [p for p, _ in hits])
+        return self._found[prefix]
 
     def add(self, path: str, op: str, inputs: list[Shape], output: Shape,
             owned: Owned = NOTHING, flops: int = 0) -> None:
