@@ -96,6 +96,7 @@ class Spec(BaseModel):
         _check_heads(self)
         _check_moe(self)
         _check_family_fields(self)
+        _check_relative(self)
         _check_scales(self)
         _fill(self, "n_kv_heads", self.n_heads)
         _fill(self, "d_head", self.d_model // self.n_heads)
@@ -211,6 +212,24 @@ def _check_family_fields(spec: Spec) -> None:
         raise SpecConsistencyError("sliding_window", "only applies to family 'decoder'")
     if spec.tied_head_rescale and not spec.tie_embeddings:
         raise SpecConsistencyError("tied_head_rescale", "needs tie_embeddings: true")
+
+
+def _check_relative(spec: Spec) -> None:
+    """T5's buckets: a bidirectional stack halves them by direction, and each half is split into
+    exact offsets (the first half) and log-spaced ones up to relative_max_distance, which must lie
+    beyond the exact ones: else log(max_distance / max_exact) is 0 or negative and the bucket
+    of a long offset is a division by zero or an index outside the table."""
+    if spec.positions != "relative":
+        return
+    if spec.relative_buckets < 4:
+        raise SpecConsistencyError(
+            "relative_buckets", f"must be at least 4 (got {spec.relative_buckets}): a bidirectional "
+            "stack splits them by direction, then into exact and log-spaced offsets")
+    max_exact = spec.relative_buckets // (2 if spec.has_decoder else 4)
+    if spec.relative_max_distance <= max_exact:
+        raise SpecConsistencyError(
+            "relative_max_distance", f"must exceed {max_exact:,}, the exact offsets of "
+            f"{spec.relative_buckets:,} buckets (got {spec.relative_max_distance:,})")
 
 
 

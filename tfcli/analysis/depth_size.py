@@ -68,8 +68,10 @@ def sweep_size(spec: Spec | None, d_model: int, o: DepthSweepOptions) -> SweepSi
     activations = 0 if spec is None or o.sublayer == "linear" else \
         forward_activation_bytes(spec, n_seqs, o.seq_len, o.seq_len, itemsize)
     heads = spec.n_heads if spec is not None else 0
+    # T5's bias table (relative_buckets, H) is drawn in float64 and scaled: two copies
+    buckets = spec.relative_buckets if spec is not None and spec.positions == "relative" else 0
     parts = (
-        ("weights", (2 * itemsize + 4) * params),
+        ("weights", (2 * itemsize + 4) * params + 16 * buckets * heads),
         ("streams", STREAM_COPIES * tokens * d_model * itemsize),
         ("activations", activations),
         ("bias and Gram", 8 * o.batch * o.seq_len**2 + heads * o.seq_len**2 * itemsize),

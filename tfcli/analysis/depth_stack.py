@@ -131,7 +131,9 @@ class _Packing:
         if not self.causal:
             return np.ones((length, length), bool)
         visible = np.tril(np.ones((length, length), bool))
-        if self.window is not None:
+        # a window as long as the sequence hides nothing (and np.tril's k must fit a C long:
+        # a spec's window of 2**63 was an OverflowError)
+        if self.window is not None and self.window < length:
             visible &= ~np.tril(np.ones((length, length), bool), -self.window)
         return visible
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from rich.console import Console, RenderableType
 
 from tfcli.errors import OutputError
-from tfcli.render.safe import SafeConsole  # str taken literally, control bytes escaped
+from tfcli.render.safe import SafeConsole, visible  # str taken literally, control bytes escaped
 
 
 class OutputFormat(str, Enum):
@@ -88,9 +88,15 @@ def _write(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType
         header, rows = result.csv_rows()
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(header)
-        writer.writerows(rows)
+        writer.writerows([_csv_cell(cell) for cell in row] for row in rows)
     else:
         stdout_console().print(table())
+
+
+def _csv_cell(cell: object) -> object:
+    """A CSV cell with control bytes shown as escapes: csv quotes commas and quotes but passes
+    ESC, BEL and \\r through, and a spec's name or body_only label is user text."""
+    return visible(cell) if isinstance(cell, str) else cell
 
 
 def to_json(value: object, indent: int | None = 2) -> str:

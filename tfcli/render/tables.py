@@ -31,7 +31,7 @@ from tfcli.render.safe import plain
 Cell = str | Text
 TEXT_MIN_WIDTH = 10  # a text column may wrap, but not into a ribbon of 2-letter lines
 _WORD = re.compile(r"\S+")
-_DIGIT_WORD = re.compile(r"\S*\d\S*")
+_DIGIT = re.compile(r"\d")
 _UNBOUNDED = 1 << 20  # console width used to measure a table's own borders and padding
 
 
@@ -57,9 +57,12 @@ def _natural(texts: list[Text]) -> int:
     return max((cell_len(line) for t in texts for line in _lines(t)), default=0)
 
 
-def _longest(texts: list[Text], word: re.Pattern[str]) -> int:
-    """The widest match of `word` among `texts`, in terminal cells."""
-    return max((cell_len(w) for t in texts for w in word.findall(t.plain)), default=0)
+def _longest(texts: list[Text], digits_only: bool = False) -> int:
+    """The widest word among `texts` (only words holding a digit, when `digits_only`), in
+    terminal cells. Words first, then a digit search in each: one regex `\\S*\\d\\S*` backtracks
+    quadratically over a long word without digits (a 100,000-character spec name took minutes)."""
+    return max((cell_len(w) for t in texts for w in _WORD.findall(t.plain)
+                if not digits_only or _DIGIT.search(w)), default=0)
 
 
 class FitTable:
@@ -99,8 +102,8 @@ class FitTable:
         natural = max(_natural(texts), 1)
         if self.columns[index].number:
             return natural, natural, natural
-        whole = min(natural, max(_longest(texts, _WORD), 1))
-        return min(whole, max(TEXT_MIN_WIDTH, _longest(texts, _DIGIT_WORD))), whole, natural
+        whole = min(natural, max(_longest(texts), 1))
+        return min(whole, max(TEXT_MIN_WIDTH, _longest(texts, digits_only=True))), whole, natural
 
     def _table(self, keep: list[int], widths: list[int], with_rows: bool = True) -> Table:
         table = Table(show_header=self.show_header, **self.table_options)
