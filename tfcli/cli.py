@@ -240,53 +240,31 @@ def generate_cmd(
 
     Example: tfcli generate gpt2 --prompt "Hello" --max-new-tokens 20 --layers 2 --check-cache
     """
-    from tfcli.analysis.generation import (CACHE_EPS_FACTOR, GenerateRequest, generate_plan,
-                                           generate_text, prompt_tokens)
+    from tfcli.analysis.generation import generate_plan, generate_text, prompt_tokens
+    from tfcli.analysis.generation_mode import GenerationMode
     from tfcli.analysis.model_source import load_model
+    from tfcli.engine.generate import GenerationRequest
     from tfcli.engine.sampling import SamplingConfig
-    from tfcli.errors import BadInputError, CheckFailedError
-    from tfcli.render.generate import render_generate
+    from tfcli.errors import CheckFailedError
+    from tfcli.render.generate import render_generate, stream_generation
 
-    if sum((no_cache, check_cache, compare)) > 1:
-        raise BadInputError("choose at most one of --no-cache, --check-cache, --compare")
-    mode = "no-cache" if no_cache else "check" if check_cache else "compare" if compare else "cache"
-    SamplingConfig(temperature, top_k, top_p, seed).validate()  # before any weight exists
+    mode = GenerationMode.from_flags(no_cache=no_cache, check_cache=check_cache, compare=compare)
+    sampling = SamplingConfig(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+    sampling.validate()  # before any weight exists
     plan = functools.partial(generate_plan, prompt=prompt, tokens=tokens, max_new_tokens=max_new_tokens,
                    mode=mode)
     model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed,
                        estimate=plan)
     given = prompt_tokens(model, prompt, tokens, max_new_tokens=max_new_tokens, truncate=truncate)
-    tokenizer = given.tokenizer
-    request = GenerateRequest(given.ids, max_new_tokens, temperature, top_k, top_p, seed,
-                              stop_token, given.notes)
-    if fmt is OutputFormat.table:
-        result = _generate_live(model, request, tokenizer, mode)
-    else:
-        result = generate_text(model, request, tokenizer, mode=mode)
+    stops = () if stop_token is None else (stop_token,)
+    request = GenerationRequest(prompts=(given.ids,), max_new_tokens=max_new_tokens,
+                                sampling=sampling, stop_tokens=stops)
+    with stream_generation(given.ids, given.tokenizer, live=fmt is OutputFormat.table) as on_token:
+        result = generate_text(model, request, given.tokenizer, notes=given.notes, mode=mode,
+                               on_token=on_token)
     emit(result, fmt, lambda: render_generate(result))
-    if result.check is not None and not result.check.ok:
-        raise CheckFailedError(
-            f"cached and uncached generation differ: tokens identical {result.check.identical_tokens}, "
-            f"max |logit difference| {result.check.max_abs_logit_diff:.3e} > {result.check.tolerance:.3g} "
-            f"(= {CACHE_EPS_FACTOR} eps x the logits' scale {result.check.logit_scale:.3g})")
-
-
-def _generate_live(model: Any, request: Any, tokenizer: Any, mode: str) -> Any:
-    """Stream tokens with rich Live (on stderr, so stdout holds only the final result)."""
-    from rich.live import Live
-
-    from tfcli.analysis.generation import generate_text
-    from tfcli.render.generate import render_stream
-
-    prompt = tokenizer.decode(request.prompt_tokens) if tokenizer else str(request.prompt_tokens)
-
-    def shown(new: list[int]) -> str:
-        return tokenizer.decode(new) if tokenizer else " " + " ".join(map(str, new))
-
-    with Live(render_stream(prompt, ""), console=stderr_console(), transient=True,
-              refresh_per_second=20) as live:
-        return generate_text(model, request, tokenizer, mode=mode,
-                             on_token=lambda new: live.update(render_stream(prompt, shown(new))))
+    if result.check is not None and result.check.failure:
+        raise CheckFailedError(result.check.failure)
 
 
 @command("trace")

@@ -18,10 +18,12 @@ from tests.conftest import VALID_SPEC
 from tfcli.analysis import generation
 from tfcli.analysis.finite import (NonFiniteError, check_step, check_weights, first_nonfinite,
                                    is_finite, named_arrays)
-from tfcli.analysis.generation import CACHE_TOLERANCE, GenerateRequest, generate_text
+from tfcli.analysis.generation import CACHE_TOLERANCE, generate_text
+from tfcli.analysis.generation_mode import GenerationMode
 from tfcli.analysis.model_source import Model
 from tfcli.analysis.run import RunInputs, run_forward
 from tfcli.engine.cache import KVCache
+from tfcli.engine.generate import GenerationRequest
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.sampling import MIN_TEMPERATURE, SamplingConfig, sample
 from tfcli.engine.weights import init_weights
@@ -234,7 +236,7 @@ def test_a_nonfinite_weight_is_bad_input_naming_it(bad: float) -> None:
 def test_generation_stops_at_the_first_nonfinite_step() -> None:
     m = model(NO_NORM)
     with no_numpy_warnings(), pytest.raises(NonFiniteError, match="^generation step 0 produced"):
-        generate_text(m, GenerateRequest([1, 2, 3], 4), None)
+        generate_text(m, GenerationRequest(prompts=([1, 2, 3],), max_new_tokens=4), None)
 
 
 def test_nonfinite_step_logits_that_replay_finite_blame_the_cache() -> None:
@@ -268,8 +270,8 @@ def large_logit_model() -> Model:
 
 
 def test_a_correct_cache_passes_at_large_logits() -> None:
-    result = generate_text(large_logit_model(), GenerateRequest(list(range(1, 9)), 8), None,
-                           mode="check")
+    request = GenerationRequest(prompts=(list(range(1, 9)),), max_new_tokens=8)
+    result = generate_text(large_logit_model(), request, None, mode=GenerationMode.check)
     check = result.check
     assert check is not None and check.identical_tokens
     assert check.logit_scale > 1e3  # the case the old absolute 1e-4 failed ...
@@ -287,14 +289,15 @@ def test_a_broken_cache_still_fails_at_large_logits(monkeypatch: pytest.MonkeyPa
         return update(self, layer, pos, k, v)
 
     monkeypatch.setattr(KVCache, "update", off_by_a_percent)
-    result = generate_text(large_logit_model(), GenerateRequest(list(range(1, 9)), 8), None,
-                           mode="check")
+    request = GenerationRequest(prompts=(list(range(1, 9)),), max_new_tokens=8)
+    result = generate_text(large_logit_model(), request, None, mode=GenerationMode.check)
     assert result.check is not None and not result.check.ok
     assert result.check.max_abs_logit_diff > result.check.tolerance
 
 
 def test_small_logits_keep_an_absolute_floor() -> None:
-    result = generate_text(model(VALID_SPEC), GenerateRequest([1, 2, 3], 4), None, mode="check")
+    request = GenerationRequest(prompts=([1, 2, 3],), max_new_tokens=4)
+    result = generate_text(model(VALID_SPEC), request, None, mode=GenerationMode.check)
     assert result.check is not None and result.check.ok
     assert result.check.logit_scale == 1.0  # random init_std 0.02 logits are far below 1
     assert result.check.tolerance == generation.CACHE_TOLERANCE["float32"]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tfcli.analysis import memory, run
+from tfcli.analysis.generation_mode import GenerationMode
 from tfcli.analysis.memory import (LimitSources, MemoryEstimate, MemoryLimit, Workload,
                                    check_fits, generate_estimate, memory_limit, run_estimate)
 from tfcli.params import kv_cache_bytes, total_parameters
@@ -114,8 +115,8 @@ def test_generate_estimate_counts_cache_and_kept_logits() -> None:
     cached = dict(generate_estimate(spec, np.float32, Workload(seq_len=10, new_tokens=100)).parts)
     assert cached["KV cache"] == kv_cache_bytes(spec, 110)
     assert cached["logits"] == 100 * 50257 * 4
-    both = dict(generate_estimate(spec, np.float32,
-                                  Workload(seq_len=10, new_tokens=100, mode="check")).parts)
+    both_runs = Workload(seq_len=10, new_tokens=100, mode=GenerationMode.check)
+    both = dict(generate_estimate(spec, np.float32, both_runs).parts)
     assert both["logits"] == 2 * cached["logits"]  # cached and uncached runs keep theirs
     assert both["activations"] > cached["activations"]  # uncached: the whole prefix each step
 

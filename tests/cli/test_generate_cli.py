@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from tfcli.analysis.generation import GenerateRequest, generate_text
+from tfcli.analysis.generation import generate_text
+from tfcli.analysis.generation_mode import GenerationMode
 from tfcli.analysis.model_source import load_model
+from tfcli.engine.generate import GenerationRequest
 
 
 def gen_json(invoke, *args: str) -> dict:
@@ -113,5 +115,6 @@ def test_truncation_options_under_greedy_decoding_get_a_note(invoke) -> None:
 
 def test_float64_cache_check_is_tight() -> None:
     model = load_model("lesson-tiny", dtype="float64")
-    result = generate_text(model, GenerateRequest([1, 2, 3], 5), None, mode="check")
+    request = GenerationRequest(prompts=([1, 2, 3],), max_new_tokens=5)
+    result = generate_text(model, request, None, mode=GenerationMode.check)
     assert result.check is not None and result.check.max_abs_logit_diff < 1e-12

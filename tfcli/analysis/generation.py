@@ -4,7 +4,7 @@ against recomputation or measure the speed-up."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from tfcli.analysis.memory import MemoryEstimate, Workload, generate_estimate
 from tfcli.analysis.finite import check_step, quiet_numerics
+from tfcli.analysis.generation_mode import GenerationMode
 from tfcli.analysis.model_source import Model
 from tfcli.engine.generate import GenerationRequest, generate
 from tfcli.engine.sampling import SamplingConfig
@@ -34,18 +35,6 @@ CACHE_TOLERANCE = {name: CACHE_EPS_FACTOR * float(np.finfo(name).eps)
 
 
 @dataclass(frozen=True)
-class GenerateRequest:
-    prompt_tokens: list[int]
-    max_new_tokens: int
-    temperature: float = 0.0
-    top_k: int | None = None
-    top_p: float | None = None
-    seed: int = 0
-    stop_token: int | None = None
-    notes: tuple[str, ...] = ()  # about the prompt (e.g. what --truncate cut), shown with the result
-
-
-@dataclass(frozen=True)
 class Timed:
     """One generation run: tokens, timing, logits per step, cache bytes allocated."""
 
@@ -54,6 +43,11 @@ class Timed:
     prefill_seconds: float  # until the first new token
     decode_seconds: float  # the remaining tokens
     cache_bytes: int
+
+    @property
+    def decode_steps(self) -> int:
+        """Tokens after the first (which prefill produces)."""
+        return max(len(self.tokens) - 1, 0)
 
     @property
     def decode_tokens_per_s(self) -> float:
@@ -76,6 +70,15 @@ class CacheCheck:
     def ok(self) -> bool:
         return self.identical_tokens and self.max_abs_logit_diff <= self.tolerance
 
+    @property
+    def failure(self) -> str | None:
+        """Why the check failed, in one line (the command's exit-1 message); None when ok."""
+        if self.ok:
+            return None
+        return (f"cached and uncached generation differ: tokens identical {self.identical_tokens}, "
+                f"max |logit difference| {self.max_abs_logit_diff:.3e} > {self.tolerance:.3g} "
+                f"(= {CACHE_EPS_FACTOR} eps x the logits' scale {self.logit_scale:.3g})")
+
 
 @dataclass(frozen=True)
 class GenerateResult:
@@ -93,11 +96,14 @@ class GenerateResult:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def main(self) -> Timed:
-        run = self.cached or self.uncached
-        if run is None:  # generate_text always fills one of them
-            raise ValueError("no generation run recorded")
-        return run
+    def kv_allocated_bytes(self) -> int:
+        """What the cached run's KV cache allocated; 0 without a cached run."""
+        return self.cached.cache_bytes if self.cached else 0
+
+    @property
+    def kv_matches_formula(self) -> bool:
+        """The allocated KV cache is exactly the bytes tfcli.params.kv_cache_bytes predicts."""
+        return self.kv_allocated_bytes == self.kv_formula_bytes
 
     @property
     def speedup(self) -> float | None:
@@ -118,7 +124,7 @@ class GenerateResult:
             "text": self.text, "new_text": self.new_text,
             "cached": timing(self.cached), "uncached": timing(self.uncached),
             "kv_cache_bytes": {"formula": self.kv_formula_bytes,
-                               "allocated": self.cached.cache_bytes if self.cached else 0},
+                               "allocated": self.kv_allocated_bytes},
             "speedup": self.speedup,
             "check": None if self.check is None else {
                 "identical_tokens": self.check.identical_tokens,
@@ -170,7 +176,7 @@ def prompt_tokens(model: Model, prompt: str | None, tokens: str | None, *,
 
 
 def generate_plan(spec: Spec, dtype: type, *, prompt: str | None, tokens: str | None,
-                  max_new_tokens: int, mode: str) -> MemoryEstimate:
+                  max_new_tokens: int, mode: GenerationMode) -> MemoryEstimate:
     """The whole generation's memory estimate (weights, KV cache, activations, the logits kept
     per step), before any weight exists; load_model calls it. A prompt's length is bounded
     before tokenizing (each token covers at least one UTF-8 byte) and by max_seq_len."""
@@ -188,13 +194,19 @@ def _optional_tokenizer(model: Model) -> Tokenizer | None:
         return None
 
 
-def _run(model: Model, request: GenerateRequest, use_cache: bool,
+def _prompt_ids(request: GenerationRequest) -> list[int]:
+    """The one prompt a `tfcli generate` request carries (the engine also takes batches)."""
+    prompts = request.prompts
+    first = np.asarray(prompts[0]) if len(prompts) == 1 else None
+    if first is None or first.ndim != 1:
+        raise BadInputError("generate_text runs one prompt: GenerationRequest(prompts=(ids,), ...)")
+    return [int(t) for t in first]
+
+
+def _run(model: Model, request: GenerationRequest, use_cache: bool,
          on_token: Callable[[list[int]], None] | None) -> Timed:
-    sampling = SamplingConfig(request.temperature, request.top_k, request.top_p, request.seed)
-    stops = () if request.stop_token is None else (request.stop_token,)
-    engine_request = GenerationRequest((request.prompt_tokens,), request.max_new_tokens,
-                                       sampling, stops)
-    steps = generate(model.spec, model.weights, engine_request, use_cache=use_cache)
+    steps = generate(model.spec, model.weights, request, use_cache=use_cache)
+    prompt = _prompt_ids(request)
     tokens: list[int] = []
     logits: list[Array] = []
     start = time.perf_counter()
@@ -204,7 +216,7 @@ def _run(model: Model, request: GenerateRequest, use_cache: bool,
         for step in steps:
             if not tokens:
                 first = time.perf_counter()
-            check_step(model, step.logits, request.prompt_tokens, tokens)
+            check_step(model, step.logits, prompt, tokens)
             tokens.append(int(step.tokens[0]))
             logits.append(step.logits[0])
             cache_bytes = step.cache_bytes
@@ -225,37 +237,40 @@ def _compare(cached: Timed, uncached: Timed, dtype: str) -> CacheCheck:
     return CacheCheck(same, diff, CACHE_TOLERANCE[dtype] * scale, scale)
 
 
-def generate_text(model: Model, request: GenerateRequest, tokenizer: Tokenizer | None, *,
-                  mode: str = "cache", on_token: Callable[[list[int]], None] | None = None,
-                  ) -> GenerateResult:
-    """mode: "cache" (default), "no-cache" (recompute the prefix each step), "check" or
-    "compare" (run both; check compares tokens and logits, compare reports the speed-up)."""
-    both = mode in ("check", "compare")
-    cached = _run(model, request, True, on_token) if mode != "no-cache" else None
-    uncached = _run(model, request, False, None if both else on_token) if mode != "cache" else None
-    main = cached or uncached
+def generate_text(model: Model, request: GenerationRequest, tokenizer: Tokenizer | None = None, *,
+                  notes: Sequence[str] = (), mode: GenerationMode = GenerationMode.cache,
+                  on_token: Callable[[list[int]], None] | None = None) -> GenerateResult:
+    """Run `request` (one prompt) as `mode` asks and time it; the engine gets the request as it
+    is. `tokenizer` decodes the text (None: ids only); `notes` are the prompt's (what --truncate
+    cut); `on_token` sees the tokens so far after each step (of the cached run when both run)."""
+    cached = _run(model, request, True, on_token) if mode.runs_cached else None
+    uncached = (_run(model, request, False, None if mode.runs_both else on_token)
+                if mode.runs_uncached else None)
+    main = cached or uncached  # every mode runs at least one
     new = main.tokens if main else []
+    prompt = _prompt_ids(request)
     spec = model.spec
-    source_len = len(request.prompt_tokens) if spec.family == "encoder-decoder" else 0
-    decoder_prompt = 1 if spec.family == "encoder-decoder" else len(request.prompt_tokens)
+    source_len = len(prompt) if spec.family == "encoder-decoder" else 0
+    decoder_prompt = 1 if spec.family == "encoder-decoder" else len(prompt)
     formula = kv_cache_bytes(spec, context=decoder_prompt + request.max_new_tokens, batch=1,
                              dtype=model.dtype, source_len=source_len)
     check = _compare(cached, uncached, model.dtype) if cached and uncached else None
-    prompt_text = tokenizer.decode(request.prompt_tokens) if tokenizer else None
+    prompt_text = tokenizer.decode(prompt) if tokenizer else None
     new_text = tokenizer.decode(new) if tokenizer else None
     return GenerateResult(
-        spec.name, model.origin, model.dtype, request.prompt_tokens, new,
-        None if prompt_text is None else prompt_text + (new_text or ""), new_text,
-        cached, uncached, formula, check, _notes(request) + _byte_notes(tokenizer, new),
+        spec_name=spec.name, origin=model.origin, dtype=model.dtype, prompt_tokens=prompt,
+        new_tokens=new, text=None if prompt_text is None else prompt_text + (new_text or ""),
+        new_text=new_text, cached=cached, uncached=uncached, kv_formula_bytes=formula,
+        check=check, notes=[*notes, *_sampling_notes(request.sampling),
+                            *_byte_notes(tokenizer, new)],
     )
 
 
-def _notes(request: GenerateRequest) -> list[str]:
-    notes = list(request.notes)
-    if request.temperature == 0 and (request.top_k or request.top_p is not None):
-        notes.append("--top-k / --top-p only shape sampling; with --temperature 0 (greedy) they "
-                     "have no effect")
-    return notes
+def _sampling_notes(sampling: SamplingConfig) -> list[str]:
+    if sampling.temperature == 0 and (sampling.top_k or sampling.top_p is not None):
+        return ["--top-k / --top-p only shape sampling; with --temperature 0 (greedy) they have "
+                "no effect"]
+    return []
 
 
 def _byte_notes(tokenizer: Tokenizer | None, new: list[int]) -> list[str]:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tfcli.analysis.generation_mode import GenerationMode
 from tfcli.errors import BadInputError
 from tfcli.params import kv_cache_bytes, total_parameters
 from tfcli.spec import Spec
@@ -193,11 +194,11 @@ class Workload:
     decoder_len: int = 0  # encoder-decoder: decoder tokens
     loss: bool = False  # run: a float64 cross-entropy over the logits (encoders: a 2nd forward)
     new_tokens: int = 0  # generate: tokens generated (the KV cache, logits kept per step)
-    mode: str = "cache"  # generate: cache, no-cache, check or compare (both run: cached, uncached)
+    mode: GenerationMode = GenerationMode.cache  # generate: check and compare run both
 
     @property
     def runs(self) -> int:
-        return 2 if self.mode in ("check", "compare") else 1
+        return 2 if self.mode.runs_both else 1
 
 
 def _workers() -> int:
@@ -253,8 +254,8 @@ def generate_estimate(spec: Spec, dtype: np.dtype | type | str, work: Workload) 
     enc_dec = spec.family == "encoder-decoder"
     prompt = 1 if enc_dec else work.seq_len
     context = prompt + work.new_tokens
-    widest = prompt if work.mode == "cache" else context  # uncached: the whole prefix each step
-    cache = 0 if work.mode == "no-cache" else kv_cache_bytes(
+    widest = context if work.mode.runs_uncached else prompt  # uncached: the whole prefix each step
+    cache = 0 if not work.mode.runs_cached else kv_cache_bytes(
         spec, context, work.batch, np.dtype(dtype).name, work.seq_len if enc_dec else 0)
     parts = (
         ("weights", total_parameters(spec) * itemsize),

@@ -1,14 +1,42 @@
-"""Rich rendering of `tfcli generate`: the live token stream and the summary table."""
+"""Rich rendering of `tfcli generate`: the live token stream and the summary table. Every
+verdict (KV cache equal to its formula, cache check OK) comes with the result; this only draws."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
 from rich.console import Group, RenderableType
+from rich.live import Live
 from rich.text import Text
 
 from tfcli.analysis.generation import CACHE_EPS_FACTOR, GenerateResult, Timed
+from tfcli.render.output import stderr_console
 from tfcli.render.safe import PROSE, plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes
+from tfcli.tokenizer import Tokenizer
+
+OnToken = Callable[[list[int]], None]  # called with the new tokens so far, after each step
+
+
+@contextmanager
+def stream_generation(prompt: Sequence[int], tokenizer: Tokenizer | None, *,
+                      live: bool = True) -> Iterator[OnToken | None]:
+    """Show the tokens as they arrive with rich Live, on stderr (stdout holds only the final
+    result), gone once the block ends; yields the on_token callback for generate_text. With
+    `live` False (json / csv output) nothing is shown and the callback is None."""
+    if not live:
+        yield None
+        return
+    shown_prompt = tokenizer.decode(list(prompt)) if tokenizer else str(list(prompt))
+
+    def shown(new: list[int]) -> str:
+        return tokenizer.decode(new) if tokenizer else " " + " ".join(map(str, new))
+
+    with Live(render_stream(shown_prompt, ""), console=stderr_console(), transient=True,
+              refresh_per_second=20) as view:
+        yield lambda new: view.update(render_stream(shown_prompt, shown(new)))
 
 
 def render_stream(prompt: str, new_text: str) -> Text:
@@ -21,16 +49,16 @@ def render_stream(prompt: str, new_text: str) -> Text:
 def _timing_rows(table: FitTable, label: str, run: Timed) -> None:
     table.add_row(f"{label}: prefill", f"{run.prefill_seconds * 1000:.1f} ms (to the first new token)")
     table.add_row(f"{label}: decode", f"{run.decode_tokens_per_s:.1f} tokens/s "
-                  f"({len(run.tokens) - 1} steps in {run.decode_seconds * 1000:.1f} ms)")
+                  f"({run.decode_steps} steps in {run.decode_seconds * 1000:.1f} ms)")
 
 
 def _kv_row(table: FitTable, result: GenerateResult) -> None:
-    allocated = result.cached.cache_bytes if result.cached else 0
-    formula = result.kv_formula_bytes
+    allocated, formula = result.kv_allocated_bytes, result.kv_formula_bytes
     if result.cached is None:
         table.add_row("KV cache", f"none (--no-cache); formula would give {human_bytes(formula)}")
         return
-    mark = Text("equal", style="green") if allocated == formula else Text("DIFFER", style="red bold")
+    mark = (Text("equal", style="green") if result.kv_matches_formula
+            else Text("DIFFER", style="red bold"))
     table.add_row("KV cache", Text.assemble(f"formula {formula:,} B, allocated {allocated:,} B "
                                             f"({human_bytes(allocated)}) ", mark))
 
