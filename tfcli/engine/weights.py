@@ -264,7 +264,16 @@ class Initializer:
         self.dtype = np.dtype(dtype)
 
     def normal(self, *shape: int) -> Array:
-        return (self.rng.standard_normal(shape, dtype=np.float64) * self.spec.init_std).astype(self.dtype)
+        """N(0, init_std^2) in one array scaled in place: float32 weights are drawn as float32
+        (no float64 detour, ~2x faster, other values than before); float64 ones keep the float64
+        draws of earlier versions, value for value."""
+        if self.dtype == np.float32:
+            out = self.rng.standard_normal(shape, dtype=np.float32)
+            out *= np.float32(self.spec.init_std)
+            return out
+        out = self.rng.standard_normal(shape, dtype=np.float64)
+        out *= self.spec.init_std
+        return out if self.dtype == np.float64 else out.astype(self.dtype)
 
     def zeros(self, *shape: int) -> Array:
         return np.zeros(shape, dtype=self.dtype)
