@@ -109,13 +109,11 @@ def params_cmd(
 
     Example: tfcli params llama-3-8b --context 8192 --batch 4 --kv-dtype bfloat16
     """
-    from tfcli.params import KV_DTYPES
     from tfcli.analysis.params_report import build_params_report
-    from tfcli.errors import BadInputError
+    from tfcli.dtypes import KV_DTYPES, check_dtype
     from tfcli.render.params import render_params
 
-    if kv_dtype not in KV_DTYPES:
-        raise BadInputError(f"--kv-dtype must be one of {', '.join(KV_DTYPES)} (got {kv_dtype!r})")
+    check_dtype("--kv-dtype", kv_dtype, KV_DTYPES)
     report = build_params_report(_load(spec), context=context, batch=batch, kv_dtype=kv_dtype)
     emit(report, fmt, lambda: render_params(report))
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-EXIT_OK = 0
 EXIT_CHECK_FAILED = 1  # the tool ran, but a check it was asked to make failed
 EXIT_BAD_INPUT = 2  # the user's input (spec, option, file) is wrong
 EXIT_OUTPUT_FAILED = 74  # the result could not be written (sysexits.h EX_IOERR: disk full)
@@ -120,6 +119,12 @@ def shown(value: object, limit: int = SHOWN_LIMIT) -> str:
     if isinstance(value, (list, tuple, set, frozenset, dict)):
         return _shown_container(value, limit)
     return f"a value of type {type(value).__name__}"  # an arbitrary object's repr has no bound
+
+
+def not_one_of(option: str, value: object, allowed: tuple[str, ...]) -> str:
+    """The message for a value an option does not take, e.g. "--dtype must be one of float32,
+    float64 (got 'float16')"; the value quoted by shown()."""
+    return f"{option} must be one of {', '.join(allowed)} (got {shown(value)})"
 
 
 def clip(text: str, limit: int = 2 * SHOWN_LIMIT) -> str:

@@ -3,8 +3,8 @@ weight array.
 
 Each Component mirrors one array (or one repeated group of arrays) in tfcli.engine.weights, so
 the count here equals what init_weights allocates, to the parameter. This module sits below the
-engine, the checkpoint loader and the analyses (it imports only tfcli.spec; tests/test_layering.py
-keeps it so): all of them count with it.
+engine, the checkpoint loader and the analyses (it imports only tfcli.spec and tfcli.dtypes;
+tests/test_layering.py keeps it so): all of them count with it.
 """
 
 from __future__ import annotations
@@ -12,11 +12,8 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 from math import prod
 
+from tfcli.dtypes import DTYPE_BYTES
 from tfcli.spec import Spec
-
-DTYPE_BYTES: dict[str, float] = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "int4": 0.5}
-WEIGHT_DTYPES = ("float32", "bfloat16", "int8", "int4")
-KV_DTYPES = ("float32", "float16", "bfloat16", "int8")
 
 # Component groups, used for the attention / FFN split and the non-embedding total.
 EMBEDDING, ATTENTION, FFN, NORM, POSITION, HEAD, POOLER = (

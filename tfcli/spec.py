@@ -150,10 +150,6 @@ class Spec(BaseModel):
         return self.encoder_layers + self.decoder_layers
 
     @property
-    def has_output_head(self) -> bool:
-        return self.lm_head
-
-    @property
     def scale(self) -> float:
         """The multiplier applied to q.k scores."""
         return self.attention_scale if self.attention_scale is not None else self.head_dim**-0.5
@@ -247,21 +243,21 @@ FLOAT32_TINY = 1.1754943508222875e-38  # np.finfo(np.float32).tiny; no NumPy imp
 NORM_EPS_RANGE = (FLOAT32_TINY, 1.0)
 
 
+_SCALE_RANGES = (  # (field, (low, high), format of low, why)
+    ("init_std", INIT_STD_RANGE, "g", "beyond, products of a few weights leave float32's range "
+     "and the forward pass turns to 0 or inf/NaN"),
+    ("norm_eps", NORM_EPS_RANGE, ".3g", "it is added to a variance in the engine's dtype, float32 "
+     "at the narrowest, and must stay a small non-zero number there (float32 rounds 1e-50 to 0 "
+     "and 1e39 to inf)"),
+)
+
+
 def _check_scales(spec: Spec) -> None:
-    low, high = INIT_STD_RANGE
-    if not low <= spec.init_std <= high:
-        raise SpecConsistencyError(
-            "init_std", f"must lie in [{low:g}, {high:g}] (got {spec.init_std:g}): beyond, "
-            "products of a few weights leave float32's range and the forward pass turns to 0 or "
-            "inf/NaN",
-        )
-    low, high = NORM_EPS_RANGE
-    if not low <= spec.norm_eps <= high:
-        raise SpecConsistencyError(
-            "norm_eps", f"must lie in [{low:.3g}, {high:g}] (got {spec.norm_eps:g}): it is added "
-            "to a variance in the engine's dtype, float32 at the narrowest, and must stay a small "
-            "non-zero number there (float32 rounds 1e-50 to 0 and 1e39 to inf)",
-        )
+    for name, (low, high), low_format, why in _SCALE_RANGES:
+        value = getattr(spec, name)
+        if not low <= value <= high:
+            raise SpecConsistencyError(
+                name, f"must lie in [{low:{low_format}}, {high:g}] (got {value:g}): {why}")
 
 
 FIELD_NAMES: tuple[str, ...] = tuple(Spec.model_fields)

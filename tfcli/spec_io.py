@@ -31,6 +31,7 @@ from tfcli.spec_yaml import SpecLoader, YamlRefused, load_yaml, yaml11_hint
 _Loader = SpecLoader  # the loader of spec files, for code that reads a spec's raw mapping
 
 BUNDLED_DIR = "specs"  # tfcli/specs/, also reachable as the top-level specs/ link
+MODEL_CONFIG = "config.json"  # what makes a folder a Hugging Face model directory
 MAX_SPEC_BYTES = 256 * 1024  # bundled specs are 1-2 kB; reading is bounded, /dev/zero included
 MAX_SUGGESTED = 100  # unknown keys that get a did-you-mean; past that it is not a spec anyway
 MAX_SUGGEST_CHARS = 64  # longer words are not compared (difflib's cost grows with length)
@@ -70,16 +71,26 @@ def resolve_spec_path(arg: str) -> Path:
     raise SpecError(arg, [Problem("", f"no such file or bundled spec{hint} (bundled: {', '.join(names)})")])
 
 
+def is_model_dir(path: str | os.PathLike[str]) -> bool:
+    """A Hugging Face model directory: a folder holding config.json (the spec argument of a
+    checkpoint, whose weights `run` and `generate` then load from the same folder)."""
+    path = Path(path)
+    try:
+        return path.is_dir() and (path / MODEL_CONFIG).is_file()
+    except OSError:  # a name too long, an unsearchable parent: not one (load_spec says why)
+        return False
+
+
 def load_spec(arg: str) -> Spec:
     """Load a spec from a path, a bundled name, or a Hugging Face model directory."""
     path = resolve_spec_path(arg)
-    if path.name == "config.json" and path.is_file():  # a model directory's config, named
+    if path.name == MODEL_CONFIG and path.is_file():  # a model directory's config, named
         path = path.parent
-    if path.is_dir():
-        if (path / "config.json").is_file():
-            from tfcli.checkpoints import spec_from_config_dir  # only when a directory is given
+    if is_model_dir(path):
+        from tfcli.checkpoints import spec_from_config_dir  # only when a directory is given
 
-            return spec_from_config_dir(path)
+        return spec_from_config_dir(path)
+    if path.is_dir():
         raise SpecError(arg, [Problem("", "is a directory without config.json, not a spec file")])
     return parse_spec_text(_read_text(path), source=str(path))
 

@@ -122,10 +122,6 @@ class HFTokenizer:
     def token_text(self, token: int) -> str:
         return self._tok.id_to_token(token) or f"<{token}>"
 
-    def token_id(self, text: str) -> int | None:
-        return self._tok.token_to_id(text)
-
-
 def _tokenizers_installed() -> bool:
     try:
         import tokenizers  # noqa: F401

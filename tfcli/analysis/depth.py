@@ -52,13 +52,13 @@ from tfcli.analysis.depth_result import compose_verdict
 from tfcli.analysis.depth_size import (MAX_DEPTH, MAX_SWEEP_WORK, SWEEP_OPTIONS, SweepSize,
                                        sweep_size)
 from tfcli.analysis.memory import MemoryLimit, check_fits
-from tfcli.errors import BadInputError, SpecConsistencyError
+from tfcli.dtypes import SWEEP_DTYPES
+from tfcli.errors import BadInputError, SpecConsistencyError, not_one_of
 from tfcli.spec import Spec
 
 __all__ = ["DepthSweepOptions", "DepthSweepResult", "DepthPoint", "VariantSummary",
-           "run_depth_sweep", "VARIANTS", "SUBLAYERS", "DTYPES"]
+           "run_depth_sweep", "VARIANTS", "SUBLAYERS"]
 
-DTYPES = ("float64", "float32")
 LINEAR_DEFAULT_D_MODEL = 16  # --sublayer linear without a spec
 LINEAR_NORM_EPS = 1e-5  # the lessons' layer_norm eps
 
@@ -136,9 +136,9 @@ def _check_options(o: DepthSweepOptions) -> None:
     if not o.variants or bad_variants:
         problems.append(f"--variants must be from {', '.join(VARIANTS)} (got {list(o.variants)})")
     if o.sublayer not in SUBLAYERS:
-        problems.append(f"--sublayer must be one of {', '.join(SUBLAYERS)} (got {o.sublayer!r})")
-    if o.dtype not in DTYPES:
-        problems.append(f"--dtype must be one of {', '.join(DTYPES)} (got {o.dtype!r})")
+        problems.append(not_one_of("--sublayer", o.sublayer, SUBLAYERS))
+    if o.dtype not in SWEEP_DTYPES:
+        problems.append(not_one_of("--dtype", o.dtype, SWEEP_DTYPES))
     for name, value in (("--seq-len", o.seq_len), ("--batch", o.batch), ("--directions", o.n_directions)):
         if value < 1:
             problems.append(f"{name} must be at least 1 (got {value})")

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from tfcli.analysis.memory import MemoryEstimate, check_fits, weights_estimate
+from tfcli.dtypes import ENGINE_DTYPES, check_dtype
 from tfcli.engine.weights import Weights, init_weights
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
-from tfcli.spec_io import load_spec
-
-DTYPES = {"float32": np.float32, "float64": np.float64}
+from tfcli.spec_io import is_model_dir, load_spec
 
 
 @dataclass(frozen=True)
@@ -28,9 +26,8 @@ class Model:
 
 
 def numpy_dtype(name: str) -> type:
-    if name not in DTYPES:
-        raise BadInputError(f"--dtype must be one of {', '.join(DTYPES)} (got {name!r})")
-    return DTYPES[name]
+    """np.float32 for 'float32': the engine's dtype named by --dtype (BadInputError otherwise)."""
+    return np.dtype(check_dtype("--dtype", name, ENGINE_DTYPES)).type
 
 
 def _checkpoint_dir(spec_arg: str, weights_dir: str | None) -> str | None:
@@ -38,11 +35,7 @@ def _checkpoint_dir(spec_arg: str, weights_dir: str | None) -> str | None:
         if not weights_dir:  # Path('') is the current folder: it would load whatever is here
             raise BadInputError("--weights needs a model directory (got an empty name)")
         return weights_dir
-    path = Path(spec_arg)
-    try:
-        return spec_arg if path.is_dir() and (path / "config.json").is_file() else None
-    except OSError:  # a name too long, an unsearchable parent: not one (load_spec says why)
-        return None
+    return spec_arg if is_model_dir(spec_arg) else None
 
 
 Estimator = Callable[[Spec, type], MemoryEstimate]

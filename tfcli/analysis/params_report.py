@@ -6,10 +6,12 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from tfcli.dtypes import DTYPE_BYTES, WEIGHT_DTYPES
 from tfcli.params import (
-    ATTENTION, DTYPE_BYTES, EMBEDDING, FFN, HEAD, WEIGHT_DTYPES,
+    ATTENTION, EMBEDDING, FFN, HEAD,
     Component, components, inactive_expert_parameters, kv_cache_bytes, kv_cache_bytes_per_token,
 )
+from tfcli.shapes import shapes_text
 from tfcli.spec import Spec
 
 _SUFFIXES = (".weight", ".bias", ".scale")
@@ -130,7 +132,7 @@ class ParamsReport:
     def csv_rows(self) -> tuple[list[str], list[list[object]]]:
         header = ["name", "group", "shape", "per_block", "blocks", "count", "share", "note"]
         rows: list[list[object]] = [
-            [r.name, r.group, _shape_text(r.shapes), r.per_block, r.blocks, r.count,
+            [r.name, r.group, shapes_text(r.shapes), r.per_block, r.blocks, r.count,
              f"{r.share:.6f}", r.note]
             for r in self.rows
         ]
@@ -147,10 +149,6 @@ def _row_dict(row: ComponentRow) -> dict[str, Any]:
         "per_block": row.per_block,
         "blocks": row.blocks, "share": row.share, "note": row.note,
     }
-
-
-def _shape_text(shapes: tuple[tuple[int, ...], ...]) -> str:
-    return " + ".join("x".join(str(n) for n in s) for s in shapes)
 
 
 def _base_name(name: str) -> str:

@@ -206,11 +206,18 @@ def cross_entropy(logits: Array, targets: Array, where: Array | None = None) -> 
     return total / count if count else float("nan")
 
 
-def _neg_log_likelihood(logits: Array, targets: Array) -> float:
-    """Sum over rows of -log softmax(logits)[target]: logits (n, V), targets (n,)."""
+def _shifted_exp(logits: Array) -> tuple[Array, Array]:
+    """(x - max x, exp(x - max x)) per row, in float64: the two halves of a stable softmax,
+    kept apart so the loss takes the log of the sum without a log of each probability."""
     logits64 = logits.astype(np.float64)  # (n, V)
     shifted = logits64 - logits64.max(axis=-1, keepdims=True)
-    log_norm = np.log(np.exp(shifted).sum(axis=-1))  # (n,)
+    return shifted, np.exp(shifted)
+
+
+def _neg_log_likelihood(logits: Array, targets: Array) -> float:
+    """Sum over rows of -log softmax(logits)[target]: logits (n, V), targets (n,)."""
+    shifted, exp = _shifted_exp(logits)  # (n, V) each
+    log_norm = np.log(exp.sum(axis=-1))  # (n,)
     picked = shifted[np.arange(len(targets)), targets]  # (n,)
     return float((log_norm - picked).sum())
 
@@ -233,8 +240,7 @@ def _loss(spec: Spec, model: Model, inputs: RunInputs, out: ForwardOutput,
 
 
 def _top_next(logits: Array, tokenizer: Tokenizer | None, k: int = 5) -> list[list[TopToken]]:
-    last = logits[:, -1].astype(np.float64)  # (B, V)
-    probs = np.exp(last - last.max(axis=-1, keepdims=True))
+    _, probs = _shifted_exp(logits[:, -1])  # (B, V)
     probs /= probs.sum(axis=-1, keepdims=True)
     top = np.argsort(-probs, axis=-1)[:, :k]  # (B, k)
     return [[TopToken(int(t), tokenizer.token_text(int(t)) if tokenizer else str(int(t)),

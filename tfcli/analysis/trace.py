@@ -25,15 +25,16 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
+from tfcli.dtypes import ACTIVATION_DTYPES, DTYPE_BYTES, check_dtype
 from tfcli.errors import BadInputError
-from tfcli.params import DTYPE_BYTES, EVERY, components
+from tfcli.params import EVERY, components
+from tfcli.shapes import shape_text
 from tfcli.spec import Spec
 
 Shape = tuple[int, ...]
 
 DEFAULT_SEQ_LEN = 128  # default length: min(spec.max_seq_len, 128), small enough to --execute
 DEPTHS = (1, 2, 3)  # 1: per block, 2: per sublayer, 3: per op
-ACTIVATION_DTYPES = ("float32", "bfloat16", "float16")
 MAX_LISTED_BLOCKS = 256  # deeper stacks show block 0 and one row group for blocks 1..L-1
 MAX_SIZE = 2**40  # --batch / lengths: past this, FLOP totals would outgrow a float's range
 _BLOCK_INDEX = re.compile(r"\d+(-\d+)?")  # "3", or "1-79" for a repeated run of blocks
@@ -140,15 +141,11 @@ class TraceReport:
         """Header and one line per (folded) row; shapes as 1x128x768, inputs joined by ';'."""
         header = ["path", "op", "inputs", "output", "params", "flops", "act_bytes"]
         rows: list[list[object]] = [
-            [r.path, r.op, ";".join(map(_shape_csv, r.inputs)), _shape_csv(r.output),
+            [r.path, r.op, ";".join(map(shape_text, r.inputs)), shape_text(r.output),
              r.params, r.flops, r.act_bytes]
             for r in self.fold(self.depth)
         ]
         return header, rows
-
-
-def _shape_csv(shape: Shape) -> str:
-    return "x".join(str(n) for n in shape)
 
 
 # --- folding -----------------------------------------------------------------------------------
@@ -461,8 +458,7 @@ def _resolve_lengths(spec: Spec, seq_len: int | None, src_len: int | None,
 
 
 def _check_inputs(spec: Spec, batch: int, lengths: dict[str, int | None], dtype: str) -> None:
-    if dtype not in ACTIVATION_DTYPES:
-        raise BadInputError(f"--dtype must be one of {', '.join(ACTIVATION_DTYPES)}, got {dtype!r}")
+    check_dtype("--dtype", dtype, ACTIVATION_DTYPES)
     for option, value in {"--batch": batch, **lengths}.items():
         if value is not None and value < 1:
             raise BadInputError(f"{option} must be at least 1, got {value}")

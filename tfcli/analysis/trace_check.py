@@ -16,6 +16,7 @@ from typing import Any
 from tfcli.analysis.trace import Shape, TraceReport, TraceRow, build_trace, expand_rows
 from tfcli.errors import BadInputError
 from tfcli.params import total_parameters
+from tfcli.shapes import shape_text
 from tfcli.spec import Spec
 
 EXECUTE_BUDGET_BYTES = 8 * 2**30  # upper bound on the memory --execute may use
@@ -74,10 +75,8 @@ class ExecuteCheck:
 
     def csv_rows(self) -> tuple[list[str], list[list[object]]]:
         header = ["kind", "index", "path", "op", "expected", "observed"]
-        def text(s: Shape | None) -> str:
-            return "" if s is None else "x".join(map(str, s))
-        return header, [[m.kind, m.index, m.path, m.op, text(m.expected), text(m.observed)]
-                        for m in self.mismatches]
+        return header, [[m.kind, m.index, m.path, m.op, shape_text(m.expected),
+                         shape_text(m.observed)] for m in self.mismatches]
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,7 @@ from tfcli.analysis.params_report import ComponentRow, ParamsReport
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, human_count, percent
-
-
-def _shape(row: ComponentRow) -> str:
-    return " + ".join("×".join(f"{n:,}" for n in s) for s in row.shapes)
+from tfcli.shapes import TABLE_TIMES, shapes_text
 
 
 def _component_table(report: ParamsReport) -> FitTable:
@@ -46,7 +43,8 @@ def _add_component(table: FitTable, row: ComponentRow) -> None:
         table.add_row(name, Text("tied", style="dim"), "", "0", "")
         return
     per_block = f"{row.per_block:,}" if row.stack else ""
-    table.add_row(indent + name, _shape(row), per_block, f"{row.count:,}", percent(row.share))
+    shape = shapes_text(row.shapes, TABLE_TIMES, grouped=True)
+    table.add_row(indent + name, shape, per_block, f"{row.count:,}", percent(row.share))
 
 
 def _add_subtotal(table: FitTable, report: ParamsReport, stack: str | None) -> None:

@@ -5,16 +5,13 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from tfcli.analysis.trace import Shape, TraceReport, TraceRow
+from tfcli.analysis.trace import TraceReport, TraceRow
 from tfcli.analysis.trace_check import ExecuteCheck
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, human_flops
+from tfcli.shapes import TABLE_TIMES, shape_text
 
 _DEPTH_NAMES = {1: "per block", 2: "per sublayer", 3: "per op"}
-
-
-def _shape(shape: Shape | None) -> str:
-    return "" if shape is None else "×".join(str(n) for n in shape)
 
 
 def _lengths(report: TraceReport) -> str:
@@ -30,7 +27,7 @@ def _title(report: TraceReport, depth: int) -> str:
 
 def _add_row(table: FitTable, row: TraceRow) -> None:
     table.add_row(
-        row.path, row.op, ", ".join(_shape(s) for s in row.inputs), _shape(row.output),
+        row.path, row.op, ", ".join(shape_text(s, TABLE_TIMES) for s in row.inputs), shape_text(row.output, TABLE_TIMES),
         f"{row.params:,}" if row.params else "", human_flops(row.flops), human_bytes(row.act_bytes),
     )
 
@@ -89,5 +86,6 @@ def render_execute_check(check: ExecuteCheck) -> RenderableType:
     for column in ("expected", "observed"):
         table.add_column(column, number=True)
     for m in check.mismatches:
-        table.add_row(m.kind, str(m.index), m.path, m.op, _shape(m.expected), _shape(m.observed))
+        table.add_row(m.kind, str(m.index), m.path, m.op, shape_text(m.expected, TABLE_TIMES),
+                      shape_text(m.observed, TABLE_TIMES))
     return Group(_summary(check), table)

@@ -35,7 +35,3 @@ def human_flops(n: float) -> str:
 
 def percent(fraction: float) -> str:
     return f"{100 * fraction:.1f}%"
-
-
-def shape_text(shape: tuple[int, ...]) -> str:
-    return "(" + ", ".join(str(n) for n in shape) + ")"
