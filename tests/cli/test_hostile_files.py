@@ -476,3 +476,222 @@ def test_hostile_config_json_through_every_command(tmp_path: Path, chunk: int) -
         except AssertionError as exc:
             failures.append(f"{name}: {str(exc)[:700]}")
     assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures[:15])
+
+
+# --- safetensors files, shard indexes and tokenizer.json ---------------------------------------
+
+WIDE = 300  # a vocabulary the byte tokenizer fits in, so --text runs too
+WIDE_CONFIG = GPT2_CONFIG | {"vocab_size": WIDE}
+
+
+def _tensors() -> dict[str, np.ndarray]:
+    tensors = gpt2_tensors(np.random.default_rng(0))
+    wte = np.random.default_rng(1).standard_normal((WIDE, tensors["transformer.wte.weight"].shape[1]))
+    return tensors | {"transformer.wte.weight": wte.astype(np.float32)}
+
+
+def _safetensors(header: object, data: bytes = b"", length: int | None = None) -> bytes:
+    text = json.dumps(header).encode() if not isinstance(header, bytes) else header
+    return struct.pack("<Q", len(text) if length is None else length) + text + data
+
+
+def _valid_file(tmp: Path) -> bytes:
+    save_file(_tensors(), str(tmp / "valid.safetensors"))
+    return (tmp / "valid.safetensors").read_bytes()
+
+
+def _header_of(blob: bytes) -> tuple[dict, bytes]:
+    (length,) = struct.unpack("<Q", blob[:8])
+    return json.loads(blob[8:8 + length]), blob[8 + length:]
+
+
+def _edited(blob: bytes, edit: Callable[[dict], object]) -> bytes:
+    header, data = _header_of(blob)
+    result = edit(header)
+    return _safetensors(header if result is None else result, data)
+
+
+NAME = "transformer.ln_f.bias"
+WTE = "transformer.wte.weight"
+
+
+def _set(name: str, key: str, value: object) -> Callable[[dict], None]:
+    return lambda header: header[name].__setitem__(key, value)
+
+
+def _safetensors_cases(blob: bytes) -> list[tuple[str, bytes]]:
+    header, data = _header_of(blob)
+    size = len(blob)
+    cases: list[tuple[str, bytes]] = [(f"truncated-{n}", blob[:n]) for n in
+                                      (0, 1, 7, 8, 9, 40, size // 2, size - 1)]
+    cases += [(f"length-{n}", _safetensors(header, data, n)) for n in
+              (0, 1, 2**64 - 1, 2**63, size, size - 8, 100 * 2**20 + 1)]
+    cases += [(f"header-{i}", _safetensors(h, data)) for i, h in enumerate([
+        b"not json", b"[]", b'"x"', b"null", b"{" * 5000, b'{"a": 1, "a": 2}', b"\xff\xfe",
+        b'{"x": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}', b"{}",
+        b'{"__metadata__": "x"}', b"[" * 100000 + b"]" * 100000, b'{"\\u001b[31m": 1}'])]
+    edits: list[tuple[str, Callable[[dict], object]]] = [
+        *[(f"dtype-{v!r}"[:20], _set(NAME, "dtype", v)) for v in
+          ("F4", "X", 123, None, "I64", "BOOL", "U8", "F8_E4M3", "BF16", "F16", "[/]\x1b", "f32")],
+        *[(f"shape-{v!r}"[:24], _set(NAME, "shape", v)) for v in
+          ([], [0], [4], [8, 1], [-8], [2**62, 2**62], "8", None, [8.0], [True] * 8, [1] * 9)],
+        *[(f"offsets-{v!r}"[:24], _set(NAME, "data_offsets", v)) for v in
+          ([0, 0], [8, 0], [0, 2**64], [-4, 28], [0], "0,32", [0.0, 32.0], None)],
+        ("wte-transposed", _set(WTE, "shape", [8, WIDE])),
+        ("wte-rows-missing", lambda h: h[WTE].__setitem__("shape", [WIDE // 2, 16])),
+        ("missing-tensor", lambda h: h.pop(NAME)),
+        ("missing-wte", lambda h: h.pop(WTE)),
+        ("extra-tensor", lambda h: h.__setitem__("transformer.h.9.attn.bias", h[NAME])),
+        ("extra-hostile-name", lambda h: h.__setitem__("[/]\x1b]0;x\x07" + "y" * 3000, h[NAME])),
+        ("zero-size-extra", lambda h: h.__setitem__("transformer.extra", {
+            "dtype": "F32", "shape": [0, 8], "data_offsets": [0, 0]})),
+        ("entry-not-object", lambda h: h.__setitem__(NAME, [1, 2])),
+        ("metadata-hostile", lambda h: h.__setitem__("__metadata__", {"format": ["[/]"]})),
+        ("all-zero-size", lambda h: {k: {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}
+                                     for k in h}),
+        ("many-entries", lambda h: h | {f"junk.{i}": h[NAME] for i in range(20000)}),
+    ]
+    cases += [(name, _edited(blob, edit)) for name, edit in edits]
+    return cases
+
+
+CHECKPOINT_COMMANDS: list[tuple[str, ...]] = [
+    ("run", "{}", "--tokens", "1,2"), ("run", "{}", "--text", "hi", "-f", "json"),
+    ("generate", "{}", "--tokens", "1", "--max-new-tokens", "2", "-f", "json"),
+    ("generate", "{}", "--prompt", "hi", "--max-new-tokens", "2"),
+    ("run", "@spec", "--weights", "{}", "--tokens", "1,2", "-f", "csv"),
+    ("params", "{}"), ("trace", "{}", "--execute", "-f", "json"),
+]
+
+
+def _run_checkpoint(directory: Path, name: str, commands: list[tuple[str, ...]] = CHECKPOINT_COMMANDS,
+                    allowed: tuple[int, ...] = (0, 1, 2)) -> list[Ran]:
+    spec = directory.parent / "spec.yaml"
+    if not spec.exists():
+        spec.write_text(invoke("import-config", str(directory)).stdout or spec_yaml(BASE_DECODER))
+    results = []
+    for template in commands:
+        args = [str(directory) if p == "{}" else str(spec) if p == "@spec" else p for p in template]
+        results.append(check(invoke(*args), allowed, where=f"{name}: {' '.join(template)}"))
+    return results
+
+
+@pytest.fixture(scope="module")
+def valid_blob(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return _valid_file(tmp_path_factory.mktemp("blob"))
+
+
+def _model_dir(root: Path, files: dict[str, bytes | str]) -> Path:
+    directory = root / "model"
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps(WIDE_CONFIG))
+    for file, content in files.items():
+        _write(directory / file, content)
+    return directory
+
+
+@pytest.mark.timeout(90)
+def test_hostile_safetensors_files(tmp_path: Path, valid_blob: bytes) -> None:
+    failures = []
+    cases = _safetensors_cases(valid_blob)
+    for index, (name, blob) in enumerate(cases):
+        directory = _model_dir(tmp_path / str(index), {"model.safetensors": blob})
+        try:
+            _run_checkpoint(directory, name, rotation(CHECKPOINT_COMMANDS, index, 2))
+        except AssertionError as exc:
+            failures.append(f"{name}: {str(exc)[:600]}")
+    assert len(cases) > 60
+    assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures[:15])
+
+
+def test_the_valid_checkpoint_runs(tmp_path: Path, valid_blob: bytes) -> None:
+    """The corpus' starting point is fine: every command exits 0 on it."""
+    directory = _model_dir(tmp_path, {"model.safetensors": valid_blob})
+    assert [r.code for r in _run_checkpoint(directory, "valid")] == [0] * len(CHECKPOINT_COMMANDS)
+
+
+def _index(weight_map: object) -> str:
+    return json.dumps({"metadata": {}, "weight_map": weight_map})
+
+
+def _index_cases(names: list[str]) -> list[tuple[str, dict[str, bytes | str]]]:
+    good = {n: "shard.safetensors" for n in names}
+    hostile_files = ["../shard.safetensors", "/etc/passwd", "", "a\x00b", "C:\\shard",
+                     "sub/../../x.safetensors", "x" * 5000, "[/]\x1b[31m", "config.json",
+                     ".", "missing.safetensors", "~/x", "%2e%2e/x"]
+    cases: list[tuple[str, dict[str, bytes | str]]] = []
+    for file in hostile_files:
+        cases.append((f"file={file[:20]!r}", {"model.safetensors.index.json":
+                      _index(good | {names[0]: file})}))
+    for value in ([], "x", None, 1, ["shard.safetensors"], {"a": 1}, {names[0]: 1},
+                  {names[0]: None}, {names[0]: ["shard.safetensors"]}, {}):
+        cases.append((f"weight_map={str(value)[:20]!r}", {"model.safetensors.index.json": _index(value)}))
+    for text in ("", "{", "[]", "null", '{"weight_map": 1, "weight_map": {}}', "[" * 100000,
+                 '{"weight_map": ' * 5000):
+        cases.append((f"index-text={text[:12]!r}", {"model.safetensors.index.json": text}))
+    cases.append(("maps-to-lacking-shard", {"model.safetensors.index.json":
+                  _index(good | {"transformer.h.7.extra": "shard.safetensors"})}))
+    cases.append(("partial-map", {"model.safetensors.index.json": _index({names[0]: "shard.safetensors"})}))
+    cases.append(("shard-is-dir", {"model.safetensors.index.json": _index(good | {names[0]: "d"})}))
+    return cases
+
+
+@pytest.mark.timeout(60)
+def test_hostile_shard_indexes(tmp_path: Path, valid_blob: bytes) -> None:
+    names = sorted(_header_of(valid_blob)[0])
+    failures = []
+    for index, (name, files) in enumerate(_index_cases(names)):
+        directory = _model_dir(tmp_path / str(index), {"shard.safetensors": valid_blob, **files})
+        (directory / "d").mkdir(exist_ok=True)
+        try:
+            results = _run_checkpoint(directory, name, rotation(CHECKPOINT_COMMANDS[:5], index, 2))
+            assert all(r.code == 2 for r in results), (name, [r.stderr[:200] for r in results])
+            assert not any("root:" in r.stdout + r.stderr for r in results), name  # /etc/passwd
+        except AssertionError as exc:
+            failures.append(f"{name}: {str(exc)[:600]}")
+    assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures[:15])
+
+
+def _tokenizer_json(vocab: dict[str, int]) -> str:
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    tokenizer = Tokenizer(WordLevel(vocab, unk_token=next(iter(vocab))))
+    tokenizer.pre_tokenizer = Whitespace()
+    return tokenizer.to_str()
+
+
+def _tokenizer_cases() -> list[tuple[str, str | bytes]]:
+    small = {"[UNK]": 0, "hi": 1, "there": 2}
+    beyond = {"[UNK]": 0, "hi": WIDE + 5, "there": 10**6}  # ids past the model's vocabulary
+    hostile = {"[UNK]": 0, "hi": 1, "[/]": 2, "\x1b[31m": 3, "[link=x]": 4, "\x07": 5, "\r": 6}
+    hostile |= {f"[/INST]{i}": i for i in range(7, WIDE)}
+    return [
+        ("not-json", "{"), ("empty", ""), ("json-list", "[]"), ("json-object", "{}"),
+        ("json-string", '"x"'), ("not-a-tokenizer", '{"model": {"type": "Nope"}}'),
+        ("binary", b"\x00\xff" * 100), ("deep", "[" * 100000), ("small-vocab", _tokenizer_json(small)),
+        ("ids-beyond-vocab", _tokenizer_json(beyond)), ("hostile-tokens", _tokenizer_json(hostile)),
+        ("huge", " " * (40 * 2**20)),
+    ]
+
+
+TOKENIZER_COMMANDS: list[tuple[str, ...]] = [
+    ("run", "{}", "--text", "hi there"), ("run", "{}", "--text", "hi", "-f", "csv"),
+    ("generate", "{}", "--prompt", "hi", "--max-new-tokens", "3"),
+    ("generate", "{}", "--prompt", "hi there", "--max-new-tokens", "2", "-f", "json"),
+    ("run", "{}", "--tokens", "1,2"),
+]
+
+
+@pytest.mark.timeout(60)
+def test_hostile_tokenizer_json(tmp_path: Path, valid_blob: bytes) -> None:
+    failures = []
+    for index, (name, content) in enumerate(_tokenizer_cases()):
+        directory = _model_dir(tmp_path / str(index), {"model.safetensors": valid_blob,
+                                                      "tokenizer.json": content})
+        try:
+            _run_checkpoint(directory, name, TOKENIZER_COMMANDS)
+        except AssertionError as exc:
+            failures.append(f"{name}: {str(exc)[:600]}")
+    assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures[:15])

@@ -179,15 +179,20 @@ def _shard_path(directory: Path, index: Path, name: object) -> Path:
     """A shard named by the index, confined to the model directory. The check is on the name,
     not the resolved path: the Hub's cache links every file to a blob outside the snapshot
     directory, while a name like '../x' or '/etc/passwd' comes from the (downloaded) index."""
-    if not isinstance(name, str) or not name:
+    if not isinstance(name, str) or not name or "\x00" in name:
         raise BadInputError(f"{index}: weight_map value {shown(name)} is not a file name")
     parts = PurePosixPath(name).parts
     if PurePosixPath(name).is_absolute() or ".." in parts or "\\" in name:
         raise BadInputError(f"{index}: shard {shown(name)} is outside the model directory")
     path = directory / name
-    if not path.exists():
-        raise BadInputError(f"{index}: shard {shown(name)} is missing")
-    if not _is_regular(path):
+    try:
+        info = path.stat()  # follows symlinks (the Hub cache's blobs)
+    except FileNotFoundError:
+        raise BadInputError(f"{index}: shard {shown(name)} is missing") from None
+    except OSError as exc:  # a 5,000-character name (ENAMETOOLONG), a loop of links, EACCES
+        raise BadInputError(f"{index}: shard {shown(name)} cannot be read "
+                            f"({exc.strerror or exc})") from None
+    if not stat.S_ISREG(info.st_mode):
         raise BadInputError(f"{index}: shard {shown(name)} is not a regular file")
     return path
 
