@@ -695,3 +695,27 @@ def test_hostile_tokenizer_json(tmp_path: Path, valid_blob: bytes) -> None:
         except AssertionError as exc:
             failures.append(f"{name}: {str(exc)[:600]}")
     assert not failures, f"{len(failures)} failing cases:\n" + "\n".join(failures[:15])
+
+
+# --- hypothesis: random spec documents from the hostile pools ----------------------------------
+
+_POOL = sorted(set(INTS + FLOATS + TEXTS + BOOLS + LITERAL_TYPOS + COMMON))
+
+
+@pytest.mark.timeout(60)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fields=st.dictionaries(st.sampled_from(sorted(Spec.model_fields)), st.sampled_from(_POOL),
+                              max_size=6),
+       base=st.sampled_from([BASE_DECODER, BASE_ENCODER, BASE_ENC_DEC]),
+       command=st.sampled_from(SPEC_COMMANDS))
+def test_random_hostile_specs(tmp_path: Path, fields: dict[str, str], base: dict[str, object],
+                              command: tuple[str, ...]) -> None:
+    text = spec_yaml(base, fields)
+    accepted, spec = _loaded(text)
+    if accepted and not _small(spec) and HEAVY & set(command):
+        command = ("params", "{}", "-f", "json")
+    path = _write(tmp_path / "random.yaml", text)
+    args = [str(path) if part == "{}" else part for part in command]
+    result = check(invoke(*args), where=f"{fields}: {command}", report=args[0] == "validate")
+    if not accepted and args[0] != "import-config":
+        assert result.code == 2, (fields, result.stderr[:300])
