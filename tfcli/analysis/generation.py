@@ -14,6 +14,7 @@ from tfcli.analysis.memory import MemoryEstimate, Workload, generate_estimate
 from tfcli.analysis.finite import check_step, quiet_numerics
 from tfcli.analysis.generation_mode import GenerationMode
 from tfcli.analysis.model_source import Model
+from tfcli.dtypes import ENGINE_DTYPES
 from tfcli.engine.generate import GenerationRequest, generate
 from tfcli.engine.sampling import SamplingConfig
 from tfcli.errors import BadInputError
@@ -31,7 +32,7 @@ Array = np.ndarray
 # floor at 1 keeps near-zero logits from demanding agreement below eps.
 CACHE_EPS_FACTOR = 1024
 CACHE_TOLERANCE = {name: CACHE_EPS_FACTOR * float(np.finfo(name).eps)
-                   for name in ("float32", "float64")}
+                   for name in ENGINE_DTYPES}
 
 
 @dataclass(frozen=True)
