@@ -286,3 +286,12 @@ def test_trace_bounds_sizes_whose_totals_would_leave_float_range(kwargs) -> None
     with pytest.raises(BadInputError, match="at most 2\\^40") as err:
         build_trace(load_spec("llama-2-7b"), **kwargs)
     assert len(err.value.message) < 120  # a 400-digit value is not echoed whole
+
+
+def test_gb_gives_significant_digits_only() -> None:
+    """Past a petabyte the figure is a float: digits beyond its precision must not print."""
+    from tfcli.analysis.memory import gb
+
+    assert gb(275.9e9) == "275.9 GB"
+    assert gb(238_000) == "0.000238 GB"
+    assert gb(2_835_148_800 * 10**27) == "2.84e+27 GB"

@@ -63,8 +63,11 @@ class MemoryEstimate:
 
 def gb(n: int | float) -> str:
     """Bytes in GB (10^9, as `tfcli params` prints memory) with enough digits to tell small
-    figures apart: 275.9 GB, 3.92 GB, 0.000238 GB."""
+    figures apart: 275.9 GB, 3.92 GB, 0.000238 GB; past a petabyte, 2.84e+18 GB (a float's
+    digits beyond the 16th are noise, not figures)."""
     value = n / 1e9
+    if value >= 1e6:
+        return f"{value:.3g} GB"
     return f"{value:,.1f} GB" if value >= 10 else f"{value:.3g} GB"
 
 

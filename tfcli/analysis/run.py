@@ -285,9 +285,17 @@ def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0) -> tuple[RunR
             "min": float(logits.min()), "max": float(logits.max())},
         top_next=None if logits is None or spec.family == "encoder" else _top_next(logits, inputs.tokenizer),
         loss=loss, loss_kind=loss_kind, seconds=seconds, flops=_flops(spec, inputs),
-        notes=list(inputs.notes),
+        notes=list(inputs.notes) + _body_only_notes(spec),
     )
     return result, out
+
+
+def _body_only_notes(spec: Spec) -> list[str]:
+    """A checkpoint whose task head tfcli does not build runs as its body: say so, so hidden
+    states are not mistaken for the model's real outputs (classification scores, say)."""
+    if not spec.body_only:
+        return []
+    return [f"body only: {spec.body_only}; the outputs shown are the body's"]
 
 
 def check_npz_path(path: str) -> Path:

@@ -31,5 +31,6 @@ def render_validation(report: ValidationReport) -> RenderableType:
             detail = f"{r.source}: {r.entry.name} ({r.entry.family}, {r.entry.total:,} parameters)"
             table.add_row(Text("OK", style="green bold"), detail)
         else:
-            table.add_row(Text("BAD", style="red bold"), plain(r.error or "", style="red"))
+            table.add_row(Text("BAD", style="red bold"), plain(r.error or "", style="red", keep="\n"))
+            # keep="\n": a SpecError puts each problem on its own line (its parts are escaped)
     return table

@@ -41,6 +41,12 @@ def _top_table(result: RunResult) -> FitTable:
     return table
 
 
+def _fixed(value: float, digits: int) -> str:
+    """Fixed-point for ordinary magnitudes; scientific past a million, where fixed point would
+    print dozens of digits (logits of an overflowing random model reach 1e11)."""
+    return f"{value:.{digits}f}" if abs(value) < 1e6 else f"{value:.{digits}e}"
+
+
 def _summary(result: RunResult) -> FitTable:
     table = FitTable(show_header=False, title="forward pass")
     table.add_column("what")
@@ -51,10 +57,10 @@ def _summary(result: RunResult) -> FitTable:
                   + (f", target {len(result.decoder_tokens[0])} tokens" if result.decoder_tokens else ""))
     if result.logits_shape and result.logits_stats:
         s = result.logits_stats
-        table.add_row("logits", f"shape {tuple(result.logits_shape)}  mean {s['mean']:.4f}  "
-                      f"std {s['std']:.4f}  min {s['min']:.3f}  max {s['max']:.3f}")
+        table.add_row("logits", f"shape {tuple(result.logits_shape)}  mean {_fixed(s['mean'], 4)}  "
+                      f"std {_fixed(s['std'], 4)}  min {_fixed(s['min'], 3)}  max {_fixed(s['max'], 3)}")
     if result.loss is not None:
-        table.add_row("loss", f"{result.loss:.4f}  ({result.loss_kind})")
+        table.add_row("loss", f"{_fixed(result.loss, 4)}  ({result.loss_kind})")
     table.add_row("time", f"{result.seconds * 1000:.1f} ms ({result.dtype})")
     table.add_row("compute", f"{human_flops(result.flops)} → {result.gflops_per_s:.1f} GFLOP/s")
     return table
