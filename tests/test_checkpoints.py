@@ -25,7 +25,8 @@ from tfcli.checkpoints import (
 )
 from tfcli.checkpoints.loader import canonical_names
 from tfcli.checkpoints.names import BERT
-from tfcli.engine.weights import count_parameters, fused_projection
+from tfcli.engine.layout import fused_projection
+from tfcli.engine.weights import count_parameters
 from tfcli.errors import BadInputError, SpecError
 from tfcli.spec_io import load_spec, parse_spec_text
 

@@ -22,9 +22,9 @@ from tests.test_checkpoints import GPT2_CONFIG, D, gpt2_tensors, write_model
 from tfcli.analysis.params_report import build_params_report
 from tfcli.analysis.trace import MAX_LISTED_BLOCKS, build_trace, expand_rows
 from tfcli.checkpoints import load_weights, spec_from_config_dir
-from tfcli.checkpoints.loader import array_paths
 from tfcli.checkpoints.names import TABLES
-from tfcli.engine.weights import init_weights
+from tfcli.engine.init import init_weights
+from tfcli.engine.weights import named_arrays
 from tfcli.errors import BadInputError
 from tfcli.params import EVERY, Component, components
 from tfcli.spec import Spec
@@ -77,7 +77,7 @@ def concrete(pattern: str, spec: Spec) -> list[str]:
 
 def engine_shapes(spec: Spec) -> dict[str, tuple[int, ...]]:
     """Weights path -> shape of every array init_weights allocates for `spec`."""
-    return {path: tuple(a.shape) for path, a in array_paths(init_weights(spec, seed=0))}
+    return {path: tuple(a.shape) for path, a in named_arrays(init_weights(spec, seed=0))}
 
 
 def component_shapes(comps: list[Component], spec: Spec) -> dict[str, tuple[int, ...]]:

@@ -23,7 +23,7 @@ from tfcli.analysis.depth_stack import (
 from tfcli.engine.attention import attention
 from tfcli.engine.inputs import StackInput
 from tfcli.engine.model import block_forward
-from tfcli.engine.weights import Initializer
+from tfcli.engine.init import Initializer
 from tfcli.errors import BadInputError
 from tfcli.render.depth import (
     PLOT_NEEDS_MATPLOTLIB, _save_atomically, render_depth_sweep, terminal_chart, write_png,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tests.conftest import VALID_SPEC
 from tfcli.analysis import generation
 from tfcli.analysis.finite import (NonFiniteError, check_step, check_weights, first_nonfinite,
-                                   is_finite, named_arrays)
+                                   is_finite)
 from tfcli.analysis.generation import CACHE_TOLERANCE, generate_text
 from tfcli.analysis.generation_mode import GenerationMode
 from tfcli.analysis.model_source import Model
@@ -26,7 +26,8 @@ from tfcli.engine.cache import KVCache
 from tfcli.engine.generate import GenerationRequest
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.sampling import MIN_TEMPERATURE, SamplingConfig, sample
-from tfcli.engine.weights import init_weights
+from tfcli.engine.init import init_weights
+from tfcli.engine.weights import named_arrays
 from tfcli.errors import BadInputError, SpecConsistencyError, SpecError
 from tfcli.spec import FLOAT32_TINY, INIT_STD_RANGE, Spec
 from tfcli.spec_io import load_spec, parse_spec_text

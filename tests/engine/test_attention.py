@@ -19,7 +19,7 @@ from tfcli.engine.attention import ScoreMask, attend, attention, cross_attention
 from tfcli.engine.inputs import StackInput
 from tfcli.engine.ops import softmax
 from tfcli.engine.positions import relative_buckets, sinusoidal
-from tfcli.engine.weights import init_weights
+from tfcli.engine.init import init_weights
 
 
 def _rotate(vec: np.ndarray, pos: int, theta: float) -> np.ndarray:

@@ -13,7 +13,7 @@ from tests.engine.engine_specs import make_spec
 from tfcli.engine import ffn as ffn_module
 from tfcli.engine.ffn import dense_ffn, ffn
 from tfcli.engine.ops import ACTIVATIONS
-from tfcli.engine.weights import init_weights
+from tfcli.engine.init import init_weights
 
 
 @pytest.mark.parametrize("variant", ["gpt", "llama_gqa", "geglu_post", "geglu_tanh", "mqa_sinusoidal"])

@@ -6,7 +6,7 @@ import numpy as np
 
 from tests.engine.engine_specs import make_spec
 from tfcli.engine.generate import GenerationRequest, generate
-from tfcli.engine.weights import init_weights
+from tfcli.engine.init import init_weights
 
 PROMPTS = [[5, 17, 3, 40, 22, 9, 1], [33, 8], [2, 60, 14, 7]]
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from tfcli.engine.inputs import StackInput
 from tfcli.engine.model import block_forward, forward_hidden
-from tfcli.engine.weights import AttentionWeights, BlockWeights, FFNWeights, NormWeights, init_weights
+from tfcli.engine.init import init_weights
+from tfcli.engine.weights import AttentionWeights, BlockWeights, FFNWeights, NormWeights
 from tfcli.spec_io import load_spec
 
 N, D, H, D_FF = 8, 16, 4, 64

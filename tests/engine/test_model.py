@@ -9,7 +9,7 @@ import pytest
 from tests.engine.engine_specs import BASE, VARIANTS, make_spec
 from tests.tolerance import assert_close
 from tfcli.engine.model import ModelInput, forward
-from tfcli.engine.weights import init_weights
+from tfcli.engine.init import init_weights
 from tfcli.errors import BadInputError
 
 RNG = np.random.default_rng(0)

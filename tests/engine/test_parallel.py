@@ -11,7 +11,7 @@ import pytest
 from tests.tolerance import assert_close
 from tfcli.engine import parallel
 from tfcli.engine.parallel import linear, linear_split, parallel_for, rowwise
-from tfcli.engine.weights import fuse_columns
+from tfcli.engine.layout import fuse_columns
 
 
 @pytest.fixture(autouse=True)

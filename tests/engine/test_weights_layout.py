@@ -14,10 +14,9 @@ from tests.tolerance import assert_close
 
 from tfcli.params import total_parameters
 from tfcli.engine.model import ModelInput, forward
-from tfcli.engine.weights import (
-    FFNWeights, MoEWeights, arrange_weights, count_parameters, fuse_columns, fused_array,
-    fused_projection, init_weights, iter_arrays,
-)
+from tfcli.engine.init import init_weights
+from tfcli.engine.layout import arrange_weights, fuse_columns, fused_array, fused_projection
+from tfcli.engine.weights import FFNWeights, MoEWeights, count_parameters, iter_arrays
 
 
 # Fused and unfused weights (and C or F order) reach BLAS in other call shapes, which may sum in

@@ -7,7 +7,8 @@ import pytest
 from tests.engine.engine_specs import VARIANTS, make_spec
 
 from tfcli.params import total_parameters
-from tfcli.engine.weights import count_parameters, init_weights
+from tfcli.engine.init import init_weights
+from tfcli.engine.weights import count_parameters
 from tfcli.spec_io import load_spec
 
 BUNDLED_SMALL = ["lesson-tiny", "t5-small", "transformer-base", "bert-base", "gpt2"]

@@ -47,7 +47,8 @@ from transformers.models.t5 import modeling_t5 as t5
 from tfcli.params import total_parameters
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
-from tfcli.engine.weights import count_parameters, fused_projection
+from tfcli.engine.layout import fused_projection
+from tfcli.engine.weights import count_parameters
 
 VOCAB, BATCH, LENGTH = 128, 2, 12
 F32 = {"rtol": 1e-4, "atol": 1e-4}

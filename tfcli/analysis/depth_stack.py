@@ -21,16 +21,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tfcli.arrays import Array
 from tfcli.engine.attention import attention
 from tfcli.engine.blas import blas_threads
 from tfcli.engine.inputs import StackInput
 from tfcli.engine.ffn import ffn
 from tfcli.engine.ops import apply_norm
 from tfcli.engine.positions import relative_bias
-from tfcli.engine.weights import AttentionWeights, FFNWeights, Initializer, MoEWeights
+from tfcli.engine.init import Initializer
+from tfcli.engine.weights import AttentionWeights, FFNWeights, MoEWeights
 from tfcli.spec import Spec
 
-Array = np.ndarray
 VARIANTS = ("pre", "post", "plain", "residual-no-norm")
 SUBLAYERS = ("block", "attention", "ffn", "linear")
 _NORM_FIRST = frozenset({"pre", "plain"})  # variants whose sublayer body reads Norm(x)

@@ -13,18 +13,16 @@ import math
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import fields
 
 import numpy as np
 
 from tfcli.analysis.model_source import Model
+from tfcli.arrays import Array
 from tfcli.engine.inputs import StackInput
 from tfcli.engine.model import ForwardOutput, embed, forward_hidden, output_logits
-from tfcli.engine.weights import StackWeights, Weights
+from tfcli.engine.weights import StackWeights, Weights, named_arrays
 from tfcli.errors import BadInputError, CheckFailedError
 from tfcli.spec import Spec
-
-Array = np.ndarray
 
 
 class NonFiniteError(CheckFailedError):
@@ -58,19 +56,6 @@ def kind_of(array: Array) -> str:
 
 
 # --- the weights -------------------------------------------------------------------------------
-
-
-def named_arrays(obj: object, prefix: str = "") -> Iterator[tuple[str, Array]]:
-    """(dotted path, array) for every array in a weights container, e.g. `decoder.blocks.0.attn.wq`."""
-    if isinstance(obj, np.ndarray):
-        yield prefix, obj
-    elif isinstance(obj, list):
-        for index, item in enumerate(obj):
-            yield from named_arrays(item, f"{prefix}.{index}")
-    elif obj is not None and hasattr(obj, "__dataclass_fields__"):
-        for f in fields(obj):  # type: ignore[arg-type]
-            if not f.name.startswith("_"):
-                yield from named_arrays(getattr(obj, f.name), f"{prefix}.{f.name}" if prefix else f.name)
 
 
 def nonfinite_weight(weights: Weights) -> tuple[str, str, int] | None:

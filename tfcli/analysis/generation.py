@@ -14,6 +14,7 @@ from tfcli.analysis.memory import MemoryEstimate, Workload, generate_estimate
 from tfcli.analysis.finite import check_step, quiet_numerics
 from tfcli.analysis.generation_mode import GenerationMode
 from tfcli.analysis.model_source import Model
+from tfcli.arrays import Array
 from tfcli.dtypes import ENGINE_DTYPES
 from tfcli.engine.generate import GenerationRequest, generate
 from tfcli.engine.sampling import SamplingConfig
@@ -23,7 +24,6 @@ from tfcli.spec import Spec
 from tfcli.tokenizer import (BYTE_VOCAB, ByteTokenizer, Tokenizer, fit_length, get_tokenizer,
                              parse_token_list)
 
-Array = np.ndarray
 # --check-cache passes when max |cached - uncached logit| <= CACHE_TOLERANCE[dtype] * scale, with
 # scale = max(1, max |uncached logit|). The two runs round differently (other product shapes and
 # summation orders) by a few eps per operation, in proportion to the values: measured up to

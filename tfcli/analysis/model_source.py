@@ -10,7 +10,8 @@ import numpy as np
 
 from tfcli.analysis.memory import MemoryEstimate, check_fits, weights_estimate
 from tfcli.dtypes import ENGINE_DTYPES, check_dtype
-from tfcli.engine.weights import Weights, init_weights
+from tfcli.engine.init import init_weights
+from tfcli.engine.weights import Weights
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 from tfcli.spec_io import is_model_dir, load_spec

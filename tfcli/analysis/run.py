@@ -12,13 +12,13 @@ import numpy as np
 from tfcli.analysis.memory import MemoryEstimate, Workload, run_estimate
 from tfcli.analysis.finite import check_outputs, quiet_numerics
 from tfcli.analysis.model_source import Model
+from tfcli.arrays import Array
 from tfcli.engine.model import ForwardOutput, ModelInput, forward
 from tfcli.errors import BadInputError
 from tfcli.files import check_output_file, write_atomically
 from tfcli.spec import Spec
 from tfcli.tokenizer import Tokenizer, fit_length, get_tokenizer, parse_token_list
 
-Array = np.ndarray
 MLM_FRACTION = 0.15  # BERT's masking rate
 LOSS_CHUNK_ELEMENTS = 1 << 22  # logits per float64 chunk of the loss (32 MB a copy)
 DECODER_START = 0  # an encoder-decoder's decoder input without --target (T5's start id)

@@ -154,7 +154,7 @@ def _observe_forward(spec: Spec, report: TraceReport, seed: int) -> list[Observe
 
     from tfcli.analysis.finite import is_finite, nonfinite_error, quiet_numerics
     from tfcli.engine.model import ModelInput, forward
-    from tfcli.engine.weights import init_weights
+    from tfcli.engine.init import init_weights
 
     seen: list[Observed] = []
     def observe(path: str, op: str, shape: tuple[int, ...]) -> None:

@@ -11,20 +11,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from tfcli.arrays import Array
 from tfcli.checkpoints.configs import config_file, model_type, read_config, spec_from_config_dir
 from tfcli.checkpoints.names import TABLES, Rule, Table, engine_paths
 from tfcli.checkpoints.tensors import TensorSource
-from tfcli.engine.weights import Initializer, Weights, count_parameters, arrange_weights
+from tfcli.engine.init import Initializer
+from tfcli.engine.layout import arrange_weights
+from tfcli.engine.weights import Weights, count_parameters, named_arrays
 from tfcli.errors import BadInputError
 from tfcli.params import total_parameters
 from tfcli.spec import Spec
 
-Array = np.ndarray
 MAX_LISTED = 8  # names shown in one error message
 
 
@@ -38,32 +40,8 @@ class _ShapeOnly(Initializer):
 
 
 def skeleton(spec: Spec, dtype: np.dtype | type = np.float32) -> Weights:
-    """Weights of `spec` with placeholder arrays (same structure as init_weights)."""
-    init, s = _ShapeOnly(spec, np.random.default_rng(0), dtype), spec
-    weights = Weights(
-        token_embedding=init.normal(s.vocab_size, s.d_model),
-        position_embedding=init.normal(s.max_seq_len, s.d_model) if s.positions == "learned" else None,
-        token_type_embedding=init.normal(s.type_vocab_size, s.d_model) if s.type_vocab_size else None,
-        embedding_norm=init.norm() if s.embedding_norm else None,
-        encoder=init.stack(s.encoder_layers, cross=False) if s.has_encoder else None,
-        decoder=init.stack(s.decoder_layers, cross=s.family == "encoder-decoder") if s.has_decoder else None,
-        lm_head=init.normal(s.d_model, s.vocab_size) if s.lm_head and not s.tie_embeddings else None,
-    )
-    if s.pooler:
-        weights.pooler_w, weights.pooler_b = init.normal(s.d_model, s.d_model), init.zeros(s.d_model)
-    return weights
-
-
-def array_paths(obj: object, prefix: str = "") -> Iterator[tuple[str, Array]]:
-    """(dotted path, array) for every array in a weights container, e.g. `decoder.blocks.0.attn.wq`."""
-    if isinstance(obj, np.ndarray):
-        yield prefix, obj
-    elif isinstance(obj, list):
-        for index, item in enumerate(obj):
-            yield from array_paths(item, f"{prefix}.{index}")
-    elif obj is not None and hasattr(obj, "__dataclass_fields__"):
-        for f in fields(obj):  # type: ignore[arg-type]
-            yield from array_paths(getattr(obj, f.name), f"{prefix}.{f.name}" if prefix else f.name)
+    """Weights of `spec` with placeholder arrays: init_weights' own builder, drawing nothing."""
+    return _ShapeOnly(spec, np.random.default_rng(0), dtype).weights()
 
 
 def set_path(obj: object, path: str, value: Array) -> None:
@@ -211,7 +189,7 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
     with TensorSource(directory) as source:
         _check_block_count(spec, source)
         weights = skeleton(spec, dtype)
-        slots = dict(array_paths(weights))
+        slots = dict(named_arrays(weights))
         steps = checked_plan(TABLES[kind], spec, slots, source, kind, truncated)
         for step in steps:
             for ours, array in zip(step.ours, convert(step.rule, source.get(step.hf, np.dtype(dtype)))):

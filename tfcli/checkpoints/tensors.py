@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from tfcli.arrays import Array
 from tfcli.checkpoints.configs import parse_json, read_bounded, strict_json
 from tfcli.checkpoints.fields import shown
 from tfcli.errors import BadInputError
 
-Array = np.ndarray
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"

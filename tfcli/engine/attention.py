@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tfcli.arrays import Array
 from tfcli.engine.cache import LayerCache
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
 from tfcli.engine.ops import softmax_
@@ -18,8 +19,6 @@ from tfcli.engine.parallel import linear, linear_split, parallel_for, split
 from tfcli.engine.positions import apply_rope, rope_tables
 from tfcli.engine.weights import AttentionWeights
 from tfcli.spec import Spec
-
-Array = np.ndarray
 
 
 class ScoreMask(NamedTuple):

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfcli.arrays import Array
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
-
-Array = np.ndarray
 
 
 class KVCache:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tfcli.arrays import Array
 from tfcli.engine.blas import CoreWatch, blas_threads, idle_cores
 from tfcli.engine.cache import KVCache
 from tfcli.engine.inputs import StackInput
@@ -26,7 +27,6 @@ from tfcli.engine.weights import Weights
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
-Array = np.ndarray
 PAD_ID = 0  # what fills left padding; never attended to
 
 

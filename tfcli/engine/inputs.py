@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
+from tfcli.arrays import Array
 from tfcli.engine.ops import Observer
 from tfcli.engine.positions import default_positions
-
-Array = np.ndarray
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from tfcli.arrays import Array
 from tfcli.engine.attention import attention, cross_attention
 from tfcli.engine.blas import blas_threads
 from tfcli.engine.cache import KVCache, LayerCache
@@ -22,8 +23,6 @@ from tfcli.engine.positions import default_positions, relative_bias, sinusoidal
 from tfcli.engine.weights import BlockWeights, NormWeights, StackWeights, Weights
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
-
-Array = np.ndarray
 
 
 @dataclass

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tfcli.arrays import Array
 from tfcli.engine.weights import NormWeights
 
-Array = np.ndarray
 Observer = Callable[[str, str, tuple[int, ...]], None]
 
 _SQRT_2_OVER_PI = float(np.sqrt(2.0 / np.pi))

@@ -20,10 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from tfcli.arrays import Array
 from tfcli.engine.blas import blas_threads
-from tfcli.engine.weights import fused_projection
+from tfcli.engine.layout import fused_projection
 
-Array = np.ndarray
 
 _state = threading.local()  # .inside: this thread is already running a parallel block
 _pool_lock = threading.Lock()
@@ -144,7 +144,7 @@ def rowwise(fn: Callable[[Array], Array], x: Array) -> Array:
 def linear_split(x: Array, owner: object, weights: tuple[str, ...],
                  biases: tuple[str, ...]) -> list[Array]:
     """[x @ w_i + b_i] for the projections named `weights` / `biases` of `owner`, which all read
-    x: one product when they are column views of one array (weights.arrange_weights), else one
+    x: one product when they are column views of one array (layout.arrange_weights), else one
     product each.
 
     x (..., k), w_i (k, m_i) -> list of (..., m_i); fused, they are column views of one result.

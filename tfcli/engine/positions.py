@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-Array = np.ndarray
+from tfcli.arrays import Array
 
 
 def default_positions(batch: int, length: int, offset: int = 0) -> Array:

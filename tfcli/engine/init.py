@@ -1,0 +1,187 @@
+"""Random weights: the one builder of a spec's Weights tree, and init_weights.
+
+`Initializer` is the only place that says which arrays a spec has and their shapes: init_weights
+draws them, the checkpoint loader's skeleton() gets placeholders from the same builder (by
+overriding the three draw methods), so a new weight is added here once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfcli.arrays import Array
+from tfcli.engine.layout import arrange_weights
+from tfcli.engine.weights import (AttentionWeights, BlockWeights, FFNWeights, MoEWeights,
+                                  NormWeights, StackWeights, Weights)
+from tfcli.spec import Spec
+
+CHUNK_VALUES = 1 << 16  # normals drawn per call into a scratch row block (256 KiB of float32)
+
+
+class Initializer:
+    """Builds weights from three draw methods: `normal(*shape)` (N(0, init_std^2) from one seeded
+    generator, row-major order), `zeros`, `ones`. Subclasses change what an array is (placeholders,
+    other draws); the structure methods (norm ... weights) stay the one description of the tree.
+
+    laid_out: draw straight into layout.py's memory layout (fused Q/K/V and gate/up, transposed
+    storage), each value the one a row-major draw of the field alone gives, so that
+    arrange_weights has nothing left to copy. Off, every field is its own C-ordered array.
+    """
+
+    def __init__(self, spec: Spec, rng: np.random.Generator, dtype: np.dtype | type = np.float32,
+                 laid_out: bool = False):
+        self.spec = spec
+        self.rng = rng
+        self.dtype = np.dtype(dtype)
+        self.laid_out = laid_out
+
+    # --- draws ---------------------------------------------------------------------------------
+
+    def fill_normal(self, out: Array) -> None:
+        """Fill a C-contiguous `out` with the generator's next out.size N(0, init_std^2) values,
+        scaled in place: float32 weights are drawn as float32 (no float64 detour), float64 ones
+        as float64; other dtypes are float64 draws rounded."""
+        if out.dtype in (np.float32, np.float64):
+            self.rng.standard_normal(out=out, dtype=out.dtype)
+            out *= out.dtype.type(self.spec.init_std)
+        else:
+            out[...] = self.rng.standard_normal(out.shape) * self.spec.init_std
+
+    def normal(self, *shape: int) -> Array:
+        out = np.empty(shape, dtype=self.dtype)
+        self.fill_normal(out)
+        return out
+
+    def zeros(self, *shape: int) -> Array:
+        return np.zeros(shape, dtype=self.dtype)
+
+    def ones(self, *shape: int) -> Array:
+        return np.ones(shape, dtype=self.dtype)
+
+    # --- draws into the layout (laid_out only; see layout.py) ----------------------------------
+
+    def _fill_rows(self, out: Array) -> None:
+        """`out` (R, C), any strides, filled as a row-major draw of (R, C) would fill it: chunks
+        of rows drawn into one small scratch block, then copied into place."""
+        if out.flags.c_contiguous:
+            self.fill_normal(out)
+            return
+        rows = max(1, CHUNK_VALUES // max(1, out.shape[1]))
+        scratch = np.empty((min(rows, out.shape[0]), out.shape[1]), dtype=self.dtype)
+        for start in range(0, out.shape[0], rows):
+            part = scratch[: min(rows, out.shape[0] - start)]  # (r, C), C-contiguous
+            self.fill_normal(part)
+            out[start:start + len(part)] = part
+
+    def _column_views(self, rows: int, *widths: int) -> list[Array]:
+        """Consecutive column views (rows, w_i) of one new (rows, sum w_i) array, unfilled."""
+        block = np.empty((rows, sum(widths)), dtype=self.dtype)
+        bounds = np.cumsum([0, *widths])
+        return [block[:, a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def _zero_columns(self, *widths: int) -> list[Array]:
+        if not self.laid_out:
+            return [self.zeros(w) for w in widths]
+        block, bounds = self.zeros(sum(widths)), np.cumsum([0, *widths])
+        return [block[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def _transposed(self, rows: int, cols: int) -> Array:
+        """Normal (rows, cols), stored Fortran-ordered when laid out."""
+        if not self.laid_out:
+            return self.normal(rows, cols)
+        out = np.empty((rows, cols), dtype=self.dtype, order="F")
+        self._fill_rows(out)
+        return out
+
+    # --- the tree ------------------------------------------------------------------------------
+
+    def norm(self) -> NormWeights | None:
+        kind, d = self.spec.norm, self.spec.d_model
+        if kind == "none":
+            return None
+        scale = self.ones(d) if kind in ("layernorm", "rmsnorm") else None
+        bias = self.zeros(d) if kind == "layernorm" else None
+        return NormWeights(scale, bias)
+
+    def attention(self, fused: bool = True) -> AttentionWeights:
+        """Self-attention (Q/K/V fused when laid out), or cross-attention (`fused` off: its Q
+        reads the decoder, its K/V the encoder output)."""
+        s = self.spec
+        q_width, kv_width = s.n_heads * s.head_dim, s.kv_heads * s.head_dim
+        widths = (q_width, kv_width, kv_width)
+        fused = fused and self.laid_out
+        if fused:
+            wq, wk, wv = self._column_views(s.d_model, *widths)
+            for view in (wq, wk, wv):
+                self._fill_rows(view)
+        else:
+            wq, wk, wv = (self.normal(s.d_model, width) for width in widths)
+        w = AttentionWeights(wq, wk, wv, self._transposed(q_width, s.d_model))
+        if s.attention_bias:
+            w.bq, w.bk, w.bv = self._zero_columns(*widths) if fused else [self.zeros(n) for n in widths]
+            w.bo = self.zeros(s.d_model)
+        return w
+
+    def dense_ffn(self) -> FFNWeights:
+        """Drawn up, down, then gate; laid out, gate and up are one (gate | up) array."""
+        s = self.spec
+        fused = s.gated and self.laid_out
+        if fused:
+            gate, up = self._column_views(s.d_model, s.d_ff, s.d_ff)
+            self._fill_rows(up)
+            w = FFNWeights(up, self._transposed(s.d_ff, s.d_model), gate)
+            self._fill_rows(gate)
+        else:
+            w = FFNWeights(self.normal(s.d_model, s.d_ff), self._transposed(s.d_ff, s.d_model))
+            w.w_gate = self.normal(s.d_model, s.d_ff) if s.gated else None
+        if s.ffn_bias:
+            w.b_down = self.zeros(s.d_model)
+            if fused:
+                w.b_gate, w.b_up = self._zero_columns(s.d_ff, s.d_ff)
+            else:
+                w.b_up, w.b_gate = self.zeros(s.d_ff), self.zeros(s.d_ff) if s.gated else None
+        return w
+
+    def ffn(self) -> FFNWeights | MoEWeights:
+        s = self.spec
+        if not s.n_experts:
+            return self.dense_ffn()
+        router = self.normal(s.d_model, s.n_experts)
+        return MoEWeights(router, [self.dense_ffn() for _ in range(s.n_experts)])
+
+    def block(self, cross: bool = False) -> BlockWeights:
+        b = BlockWeights(self.norm(), self.attention(), self.norm(), self.ffn())
+        if cross:
+            b.cross_norm, b.cross_attn = self.norm(), self.attention(fused=False)
+        return b
+
+    def stack(self, n_layers: int, cross: bool) -> StackWeights:
+        s = self.spec
+        rel = self.normal(s.relative_buckets, s.n_heads) if s.positions == "relative" else None
+        blocks = [self.block(cross) for _ in range(n_layers)]
+        return StackWeights(blocks, self.norm() if s.final_norm else None, rel)
+
+    def weights(self) -> Weights:
+        """The whole tree of `spec`, drawn in a fixed order (the seed's values depend on it)."""
+        s = self.spec
+        # tied (or headless) embedding: Fortran-ordered when laid out, the head reads its transpose
+        token = (self.normal(s.vocab_size, s.d_model) if s.lm_head and not s.tie_embeddings
+                 else self._transposed(s.vocab_size, s.d_model))
+        position = self.normal(s.max_seq_len, s.d_model) if s.positions == "learned" else None
+        token_type = self.normal(s.type_vocab_size, s.d_model) if s.type_vocab_size else None
+        emb_norm = self.norm() if s.embedding_norm else None
+        encoder = self.stack(s.encoder_layers, cross=False) if s.has_encoder else None
+        decoder = (self.stack(s.decoder_layers, cross=s.family == "encoder-decoder")
+                   if s.has_decoder else None)
+        head = self.normal(s.d_model, s.vocab_size) if s.lm_head and not s.tie_embeddings else None
+        weights = Weights(token, position, token_type, emb_norm, encoder, decoder, head)
+        if s.pooler:
+            weights.pooler_w, weights.pooler_b = self.normal(s.d_model, s.d_model), self.zeros(s.d_model)
+        return weights
+
+
+def init_weights(spec: Spec, seed: int = 0, dtype: np.dtype | type = np.float32) -> Weights:
+    """Random weights for `spec` from np.random.default_rng(seed), drawn straight into the
+    decode layout (arrange_weights then finds nothing to move)."""
+    init = Initializer(spec, np.random.default_rng(seed), dtype, laid_out=True)
+    return arrange_weights(init.weights())
