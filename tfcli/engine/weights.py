@@ -114,8 +114,3 @@ def iter_arrays(obj: object) -> Iterator[Array]:
 def count_parameters(weights: Weights) -> int:
     """Parameters held, each shared array once (equals tfcli.params.total_parameters)."""
     return sum(a.size for a in iter_arrays(weights))
-
-
-def weight_bytes(weights: Weights) -> int:
-    """Bytes of weight memory, each shared array once."""
-    return sum(a.nbytes for a in iter_arrays(weights))
