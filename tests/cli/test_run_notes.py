@@ -34,3 +34,16 @@ def test_a_body_only_checkpoint_runs_with_a_note(seq_cls_dir: Path) -> None:
 def test_huge_statistics_print_in_scientific_notation() -> None:
     assert _fixed(0.01234567, 4) == "0.0123"
     assert _fixed(-714849245703.67, 3) == "-7.148e+11"
+
+
+def test_a_large_batch_lists_sixteen_sequences_and_says_how_many_more() -> None:
+    """A table row per sequence made --batch 100000 take minutes to lay out; JSON keeps all."""
+    runner = CliRunner()
+    table = runner.invoke(app, ["run", "lesson-tiny", "--batch", "20", "--seq-len", "4"],
+                          env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    assert table.stdout.count("… 4 more sequences (--format json has all)") == 2  # norms, top-5
+    assert "│  16 │" not in table.stdout and "│  15 │" in table.stdout
+    data = json.loads(runner.invoke(app, ["run", "lesson-tiny", "--batch", "20", "--seq-len", "4",
+                                          "-f", "json"]).stdout)
+    assert len(data["hidden_norms"]) == 20

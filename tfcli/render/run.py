@@ -10,6 +10,14 @@ from tfcli.render.tables import FitTable
 from tfcli.render.units import human_flops
 
 MAX_SHOWN = 24  # positions shown per sequence before eliding the middle
+MAX_SEQUENCES = 16  # sequences (table rows) shown; a --batch of 100,000 took minutes to lay out
+
+
+def _shown_sequences(n: int) -> tuple[range, str | None]:
+    """The sequences a table lists, and the row that says how many it leaves to JSON / CSV."""
+    if n <= MAX_SEQUENCES:
+        return range(n), None
+    return range(MAX_SEQUENCES), f"… {n - MAX_SEQUENCES:,} more sequences (--format json has all)"
 
 
 def _norm_list(norms: list[float]) -> str:
@@ -24,8 +32,11 @@ def _norms_table(title: str, norms: list[list[float]]) -> FitTable:
     table.add_column("seq", justify="right", number=True)
     table.add_column("positions", justify="right", number=True)
     table.add_column("norm per position")
-    for b, row in enumerate(norms):
-        table.add_row(str(b), str(len(row)), _norm_list(row))
+    shown, more = _shown_sequences(len(norms))
+    for b in shown:
+        table.add_row(str(b), str(len(norms[b])), _norm_list(norms[b]))
+    if more:
+        table.add_row("", "", more)
     return table
 
 
@@ -34,10 +45,14 @@ def _top_table(result: RunResult) -> FitTable:
     table.add_column("seq", justify="right", number=True)
     for rank in range(1, 6):
         table.add_column(f"#{rank}", drop=rank - 1 if rank > 1 else None)  # #5 leaves first
-    for b, tops in enumerate(result.top_next or []):
+    top_next = result.top_next or []
+    shown, more = _shown_sequences(len(top_next))
+    for b in shown:
         # 3 significant digits: a random model's probabilities are ~1/vocab, 0.000 at 3 decimals
         # repr() shows a token's spaces and quotes; FitTable never reads it as markup ("[/INST]")
-        table.add_row(str(b), *[f"{t.text!r} ({t.token}) p={t.prob:.3g}" for t in tops])
+        table.add_row(str(b), *[f"{t.text!r} ({t.token}) p={t.prob:.3g}" for t in top_next[b]])
+    if more:
+        table.add_row("", more, "", "", "", "")
     return table
 
 
