@@ -207,3 +207,30 @@ def test_ids_the_tokenizer_json_lacks_show_as_id_and_are_explained(
     (note,) = _byte_notes(hf, [4, 50, 51])
     assert note.startswith("2 of 3 new ids have no token in")
     assert _byte_notes(hf, [4, 5]) == [] and _byte_notes(None, [50]) == []
+
+
+def test_a_tokenizer_json_that_is_not_a_regular_file_is_refused(tmp_path: Path) -> None:
+    """A FIFO or folder named tokenizer.json was skipped, silently giving UTF-8 byte ids."""
+    import os
+
+    fifo_dir, folder_dir = tmp_path / "fifo", tmp_path / "folder"
+    fifo_dir.mkdir()
+    folder_dir.mkdir()
+    os.mkfifo(fifo_dir / "tokenizer.json")  # reading it would wait for a writer forever
+    (folder_dir / "tokenizer.json").mkdir()
+    for model_dir in (fifo_dir, folder_dir):
+        with pytest.raises(BadInputError, match="tokenizer.json: not a regular file"):
+            get_tokenizer(300, str(model_dir))
+
+
+def test_a_tokenizer_json_is_read_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tfcli.tokenizer as tokenizer_module
+
+    monkeypatch.setattr(tokenizer_module, "MAX_TOKENIZER_BYTES", 1000)
+    (tmp_path / "tokenizer.json").write_text(" " * 1001, encoding="utf-8")
+    with pytest.raises(BadInputError, match="too large for a tokenizer.json"):
+        get_tokenizer(300, str(tmp_path))
+    (tmp_path / "tokenizer.json").write_text("{not json \x1b[31m", encoding="utf-8")
+    with pytest.raises(BadInputError, match="cannot be loaded as a tokenizer") as caught:
+        get_tokenizer(300, str(tmp_path))
+    assert "\x1b" not in caught.value.message

@@ -9,6 +9,7 @@ every hidden state and truncation cuts a text silently. Length limits are checke
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,17 +80,27 @@ class ByteTokenizer:
         return f"<0x{token:02X}>" if token < BYTE_VOCAB else f"<{token}>"
 
 
+# The largest tokenizer.json of a published model is about 33 MB (Gemma 3's 262k vocabulary).
+MAX_TOKENIZER_BYTES = 256 * 2**20
+
+
 class HFTokenizer:
     """A Hugging Face tokenizer.json, through the optional `tokenizers` package."""
 
     def __init__(self, path: Path) -> None:
         from tokenizers import Tokenizer as _Tokenizer  # optional dependency, imported on use
 
+        from tfcli.checkpoints.configs import read_bounded
+        from tfcli.errors import clip
+
         self.name = str(path)
+        # read here, bounded and regular files only: from_file would read a FIFO or /dev/zero
+        data = read_bounded(path, MAX_TOKENIZER_BYTES, "a tokenizer.json")
         try:
-            self._tok = _Tokenizer.from_file(str(path))
-        except Exception as exc:  # `tokenizers` raises bare Exception for unreadable or bad JSON
-            raise BadInputError(f"{path}: cannot be loaded as a tokenizer ({exc})") from None
+            self._tok = _Tokenizer.from_str(data.decode("utf-8"))
+        except Exception as exc:  # `tokenizers` raises bare Exception for bad JSON or UTF-8
+            raise BadInputError(f"{path}: cannot be loaded as a tokenizer "
+                                f"({clip(str(exc), 120)})") from None
         truncation = self._tok.truncation
         self.max_length: int | None = truncation["max_length"] if truncation else None
         # all-MiniLM-L6-v2's tokenizer.json pads every text to 128 (122 [PAD]s for four words)
@@ -137,7 +148,7 @@ def get_tokenizer(vocab_size: int, weights_dir: str | None = None,
     the `tokenizers` package is refused: bytes would give wrong ids for every real model."""
     if weights_dir is not None:
         path = Path(weights_dir) / "tokenizer.json"
-        if path.is_file():
+        if os.path.lexists(path):  # a FIFO or folder of that name is refused, not skipped for bytes
             if not _tokenizers_installed():
                 raise BadInputError(
                     f"{option}: {path} needs the `tokenizers` package to turn text into this "

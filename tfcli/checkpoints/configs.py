@@ -314,7 +314,7 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return result
 
 
-def read_bounded(file: Path, limit: int) -> bytes:
+def read_bounded(file: Path, limit: int, what: str = "a config file") -> bytes:
     """At most `limit` bytes of a regular file; a FIFO, device or directory is refused before
     anything is read (/dev/zero never ends, a FIFO may never answer). O_NONBLOCK keeps open()
     itself from waiting on a FIFO; fstat checks the file actually opened."""
@@ -331,7 +331,7 @@ def read_bounded(file: Path, limit: int) -> bytes:
         except OSError as exc:
             raise BadInputError(f"{file}: cannot be read ({exc.strerror})") from None
     if len(data) > limit:
-        raise BadInputError(f"{file}: larger than {limit // 2**20} MiB, too large for a config file")
+        raise BadInputError(f"{file}: larger than {limit // 2**20} MiB, too large for {what}")
     return data
 
 
