@@ -301,3 +301,18 @@ def test_every_bundled_spec_round_trips_through_export() -> None:
     for name in bundled_spec_names():
         spec = load_spec(name)
         assert parse_spec_text(spec_to_yaml(spec)) == spec, name
+
+
+def test_echoed_text_fields_are_bounded(tmp_path) -> None:
+    """Every command echoes name / description / source: a 100,000-character name printed 100 KB
+    per table. Refused with the field and its limit."""
+    from tfcli.errors import SpecError
+    from tfcli.spec_io import load_spec
+
+    base = "family: decoder\nvocab_size: 300\nmax_seq_len: 32\nd_model: 16\nn_heads: 4\nn_layers: 2\nd_ff: 32\n"
+    for field, limit in (("name", 200), ("description", 2000), ("source", 2000)):
+        path = tmp_path / f"{field}.yaml"
+        extra = "" if field == "name" else "name: x\n"
+        path.write_text(f"{extra}{field}: {'a' * (limit + 1)}\n{base}", encoding="utf-8")
+        with pytest.raises(SpecError, match=f"field '{field}': must have at most {limit} characters"):
+            load_spec(str(path))

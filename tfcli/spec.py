@@ -31,9 +31,12 @@ class Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     # identity
-    name: str = Field(min_length=1, description="Short identifier, e.g. 'gpt2'.")
-    description: str = Field("", description="One line on what this is.")
-    source: str = Field("", description="Where the numbers come from (paper, config.json URL).")
+    # Lengths are bounded because every command echoes them: a 100,000-character name printed
+    # 100 KB per table.
+    name: str = Field(min_length=1, max_length=200, description="Short identifier, e.g. 'gpt2'.")
+    description: str = Field("", max_length=2000, description="One line on what this is.")
+    source: str = Field("", max_length=2000,
+                        description="Where the numbers come from (paper, config.json URL).")
     family: Family = Field(description="decoder | encoder | encoder-decoder.")
 
     # sizes

@@ -239,7 +239,7 @@ def _message(err: Any) -> str:
     message = str(err["msg"])
     if err["type"] == "literal_error":
         return message.replace("Input should be", "must be one of")
-    return message.replace("Input should be", "must be")
+    return message.replace("Input should be", "must be").replace("String should have", "must have")
 
 
 def _did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
