@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ from typer.core import TyperGroup
 
 from tfcli.errors import (
     EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OUTPUT_FAILED,
-    TfcliError,
+    BadInputError, TfcliError, shown,
 )
 from tfcli.render.safe import visible
 
@@ -50,11 +51,50 @@ class GuardedGroup(TyperGroup):
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        code = run_guarded(lambda: super(GuardedGroup, self).main(
-            argv, prog_name, complete_var, standalone_mode=False, **extra), self, argv)
+
+        def invoke() -> Any:
+            check_integer_options(self, argv)
+            return super(GuardedGroup, self).main(argv, prog_name, complete_var,
+                                                  standalone_mode=False, **extra)
+
+        code = run_guarded(invoke, self, argv)
         if standalone_mode:
             sys.exit(code)
         return code
+
+
+# --- integer options ------------------------------------------------------------------------
+
+_INTEGER = re.compile(r"-?[0-9]+")  # ASCII digits: the rule --tokens and --depths follow too
+
+
+def check_integer_options(group: TyperGroup, argv: list[str]) -> None:
+    """Integer options read their value through int(), which takes '1_0' as 10 and '+3', ' 7' or
+    '１２' too, while --tokens refuses them: one rule for every integer the user types. Only the
+    values of the command's integer options are looked at (a --text of '--batch' is text)."""
+    name = next((arg for arg in argv if not arg.startswith("-")), None)
+    command = group.commands.get(name) if name else None
+    if command is None:
+        return
+    takes_value = {opt: p for p in command.params if getattr(p, "is_flag", True) is False
+                   for opt in (*p.opts, *p.secondary_opts)}
+    args = iter(argv[argv.index(name) + 1:])
+    for arg in args:
+        if arg == "--":
+            return
+        option, eq, value = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        param = takes_value.get(option)
+        if param is None:
+            continue
+        value = value if eq else next(args, None)
+        if value is not None and _is_int_option(param) and not _INTEGER.fullmatch(value):
+            raise BadInputError(f"{option}: {shown(value, MAX_SHOWN_VALUE)} is not an integer "
+                                f"(ASCII digits, e.g. 16) (see tfcli {name} --help)")
+
+
+def _is_int_option(param: Any) -> bool:
+    descriptor = getattr(param, "type_descriptor", None)
+    return descriptor is not None and descriptor.annotation is int
 
 
 # --- the standard streams -----------------------------------------------------------------------

@@ -115,8 +115,8 @@ def test_the_console_script_goes_through_the_same_guard() -> None:
     done = subprocess.run([sys.executable, "-m", "tfcli", "run", "gpt2", "--batch", "x"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == ("tfcli: error: --batch: input should be a valid integer, unable to "
-                           "parse string as an integer (got 'x') (see tfcli run --help)\n")
+    assert done.stderr == ("tfcli: error: --batch: 'x' is not an integer (ASCII digits, e.g. 16) "
+                           "(see tfcli run --help)\n")
 
 
 def _not_an_int(text: str) -> bool:
