@@ -17,7 +17,6 @@ where a real process matters (the locale and encoding of stdout).
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -32,6 +31,7 @@ import pytest
 import typer
 
 from tfcli.cli import app
+from tests.cli.guarded import run_in_memory
 
 GROUP = typer.main.get_command(app)
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -50,13 +50,7 @@ class Ran:
 
 def invoke(*args: str) -> Ran:
     """The app's click group as main() runs it (the guard included), on in-memory streams."""
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err = io.StringIO(), io.StringIO()
-    try:
-        code = GROUP.main(list(args), prog_name="tfcli", standalone_mode=False)
-    finally:
-        sys.stdout, sys.stderr = saved
-    return Ran(tuple(args), code, out.getvalue(), err.getvalue())
+    return Ran(tuple(args), *run_in_memory(*args))
 
 
 def _short(args: tuple[str, ...]) -> str:

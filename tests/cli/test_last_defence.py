@@ -4,7 +4,6 @@ line and exit 70; MemoryError / RecursionError (an input too big or too deep) ex
 
 from __future__ import annotations
 
-import io
 import re
 import subprocess
 import sys
@@ -17,19 +16,13 @@ from hypothesis import strategies as st
 from tfcli.cli import app
 from tfcli.errors import BadInputError
 from tfcli.guard import MAX_MESSAGE_CHARS, error_text
+from tests.cli.guarded import run_in_memory
 
 GROUP = typer.main.get_command(app)
 CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = out, err = io.StringIO(), io.StringIO()
-    try:
-        code = GROUP.main(list(args), prog_name="tfcli", standalone_mode=False)
-    finally:
-        sys.stdout, sys.stderr = saved
-    return code, out.getvalue(), err.getvalue()
+run = run_in_memory
 
 
 def _catalog_raises(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
