@@ -41,7 +41,7 @@ def _sources(tmp_path: Path, *, available_kb: int = 64 * 10**6, cgroup: str = "0
 
 def test_mem_available_alone(tmp_path: Path) -> None:
     assert memory_limit(_sources(tmp_path, available_kb=2_000_000)) == MemoryLimit(
-        2_048_000_000, "available memory (MemAvailable)")
+        2_048_000_000, "MemAvailable")
 
 
 def test_cgroup_v2_limit_less_usage_binds(tmp_path: Path) -> None:
@@ -55,7 +55,7 @@ def test_cgroup_v2_max_means_no_limit(tmp_path: Path) -> None:
     src = _sources(tmp_path, available_kb=1_000_000)
     (tmp_path / "sys" / "memory.max").write_text("max\n")
     (tmp_path / "sys" / "memory.current").write_text("5\n")
-    assert memory_limit(src).source == "available memory (MemAvailable)"
+    assert memory_limit(src).source == "MemAvailable"
 
 
 def test_a_parent_cgroups_limit_binds_too(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_rlimit_as_less_mapped_size_binds(tmp_path: Path) -> None:
 def test_garbage_cgroup_files_drop_out(tmp_path: Path, garbage: str) -> None:
     src = _sources(tmp_path, available_kb=1_000)
     (tmp_path / "sys" / "memory.max").write_text(garbage)
-    assert memory_limit(src).source == "available memory (MemAvailable)"
+    assert memory_limit(src).source == "MemAvailable"
 
 
 def test_this_machine_has_a_positive_limit() -> None:

@@ -190,10 +190,10 @@ def test_memory_guard_refuses_llama_2_70b_before_allocating(invoke, monkeypatch)
     from tfcli.analysis.memory import MemoryLimit
 
     monkeypatch.setattr("tfcli.analysis.memory.memory_limit",
-                        lambda sources=None: MemoryLimit(int(24.8e9), "available memory (MemAvailable)"))
+                        lambda sources=None: MemoryLimit(int(24.8e9), "MemAvailable"))
     result = invoke("run", "llama-2-70b", "--tokens", "1,2")
     assert result.exit_code == 2 and result.stdout == ""
     assert "run of llama-2-70b (float32, batch 1, 2 tokens) needs about 275.9 GB (weights 275.9 GB" \
         in result.stderr
-    assert ("over the 24.8 GB this process may use (available memory (MemAvailable)); reduce "
+    assert ("over the 24.8 GB this process may use (MemAvailable); reduce "
             "--batch, --seq-len or --layers") in result.stderr

@@ -101,7 +101,7 @@ def _number(text: str | None) -> int | None:
 def _available(src: LimitSources) -> MemoryLimit:
     free = _field_kb(_read(src.meminfo), "MemAvailable")
     if free is not None:
-        return MemoryLimit(free, "available memory (MemAvailable)")
+        return MemoryLimit(free, "MemAvailable")
     return MemoryLimit(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
                        "free physical memory")
 

@@ -274,7 +274,7 @@ def convention_text(spec: Spec, dtype: str) -> str:
         f"relative-bias add, routing top-k, tied-head rescale.{moe} Per token: total / "
         f"({per_token}). Activation bytes: output elements x {DTYPE_BYTES[dtype]:g} bytes "
         f"({dtype}), summed over ops (not peak memory). A stack of more than "
-        f"{MAX_LISTED_BLOCKS} blocks lists block 0, then blocks 1..L-1 once as 'stack.1-(L-1)' "
+        f"{MAX_LISTED_BLOCKS} blocks lists block 0, then blocks 1..L-1 as one row named for its stack and range (e.g. 'decoder.1-79') "
         "(identical blocks), their figures summed."
     )
 
