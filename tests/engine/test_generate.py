@@ -255,3 +255,12 @@ def test_decode_threads_follow_the_core_watch(monkeypatch):
     list(_generate(spec, w, PROMPTS[:1], max_new_tokens=7, use_cache=False))
     assert used == []  # uncached runs are matrix-matrix work: the engine's own pool
 
+
+
+def test_top_k_keeps_logits_apart_that_the_max_shift_would_merge() -> None:
+    """0 and 1e-300 minus a max of 2.1e-78 are the same float: choosing the top k after the shift
+    let the (k+1)-th token through (found by hypothesis in CI)."""
+    logits = np.array([[0.0, 2.1e-78, 1e-300]])
+    drawn = {int(sample(logits, SamplingConfig(1.0, top_k=2), np.random.default_rng(seed))[0])
+             for seed in range(400)}
+    assert drawn == {1, 2}

@@ -88,7 +88,9 @@ def sample(logits: Array, config: SamplingConfig, rng: np.random.Generator) -> A
     with np.errstate(over="ignore"):
         scaled = (wide - wide.max(axis=-1, keepdims=True)) / config.temperature
     if config.top_k:
-        scaled = top_k_filter(scaled, config.top_k)
+        # The k largest are chosen on the unshifted logits: the shift can merge values closer
+        # than an ulp of the max (0 and 2e-78 both become -max), letting a (k+1)-th through.
+        scaled = np.where(np.isneginf(top_k_filter(wide, config.top_k)), -np.inf, scaled)
     if config.top_p is not None:
         scaled = top_p_filter(scaled, config.top_p)
     return _draw(softmax_(scaled), rng)
