@@ -50,8 +50,9 @@ class Component:
         return self.per_instance * self.repeat
 
 
-def _norm(spec: Spec, name: str, path: str, group: str = NORM, repeat: int = 1) -> list[Component]:
-    d = spec.d_model
+def _norm(spec: Spec, name: str, path: str, group: str = NORM, repeat: int = 1,
+          width: int | None = None) -> list[Component]:
+    d = width or spec.d_model
     if spec.norm in ("layernorm", "rmsnorm"):
         out = [Component(f"{name}.scale", group, (d,), repeat, path=f"{path}.scale")]
         if spec.norm == "layernorm":
@@ -68,11 +69,20 @@ def _attention(spec: Spec, name: str, path: str, repeat: int) -> list[Component]
         Component(f"{name}.v.weight", ATTENTION, (d, kv), repeat, path=f"{path}.wv"),
         Component(f"{name}.o.weight", ATTENTION, (q, d), repeat, path=f"{path}.wo"),
     ]
-    if spec.attention_bias:
-        for proj, width in (("q", q), ("k", kv), ("v", kv), ("o", d)):
-            out.append(Component(f"{name}.{proj}.bias", ATTENTION, (width,), repeat,
-                                 path=f"{path}.b{proj}"))
+    biases = (("q", q), ("k", kv), ("v", kv)) if spec.attention_bias else ()
+    biases += (("o", d),) if spec.attention_out_bias else ()
+    for proj, width in biases:
+        out.append(Component(f"{name}.{proj}.bias", ATTENTION, (width,), repeat,
+                             path=f"{path}.b{proj}"))
     return out
+
+
+def _qk_norms(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
+    """Self-attention q/k norms: one (d_head,) weight each, shared by every head."""
+    if spec.qk_norm == "none":
+        return []
+    return [c for x in ("q", "k") for c in _norm(spec, f"{name}.{x}_norm", f"{path}.{x}_norm",
+                                                 ATTENTION, repeat, spec.head_dim)]
 
 
 def _dense_ffn(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
@@ -108,6 +118,7 @@ def _stack(spec: Spec, stack: str, n_layers: int, cross: bool) -> list[Component
                              path=f"{stack}.relative_bias"))
     out += _norm(spec, f"{block}.attn_norm", f"{path}.attn_norm", repeat=n_layers)
     out += _attention(spec, f"{block}.attn", f"{path}.attn", n_layers)
+    out += _qk_norms(spec, f"{block}.attn", f"{path}.attn", n_layers)
     if cross:
         out += _norm(spec, f"{block}.cross_norm", f"{path}.cross_norm", repeat=n_layers)
         out += _attention(spec, f"{block}.cross_attn", f"{path}.cross_attn", n_layers)

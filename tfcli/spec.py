@@ -12,13 +12,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
-from tfcli.spec_rope import RopeScaling
 
 Family = Literal["decoder", "encoder", "encoder-decoder"]
 Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh"]
 NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "none"]
 Placement = Literal["pre", "post"]
 Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
+QKNorm = Literal["none", "per_head"]
 
 GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "geglu_tanh"})
 PositiveInt = Field(gt=0)
@@ -60,15 +60,22 @@ class Spec(BaseModel):
     final_norm: bool | None = Field(None, description="Norm after each stack; default: pre -> true.")
     positions: Positions = Field("learned", description="Position scheme.")
     rope_theta: float = Field(10000.0, gt=0, description="RoPE base.")
-    rope_scaling: RopeScaling | None = Field(
-        None, description="RoPE frequency scaling for long contexts (Llama 3.1, YaRN); none = plain.")
     relative_buckets: int = Field(32, gt=0, description="T5 relative-position buckets.")
     relative_max_distance: int = Field(128, gt=0, description="T5 relative max distance.")
     bias: bool = Field(True, description="Biases on attention and FFN projections.")
     attention_bias: bool | None = Field(None, description="Overrides `bias` for attention.")
+    attention_out_bias: bool | None = Field(
+        None, description="Overrides `attention_bias` for the attention output projection alone "
+        "(Qwen2: biases on q, k, v and none on o).",
+    )
     ffn_bias: bool | None = Field(None, description="Overrides `bias` for the FFN.")
     attention_scale: float | None = Field(
         None, gt=0, description="Multiplier on q.k scores; default 1/sqrt(d_head) (T5: 1.0)."
+    )
+    qk_norm: QKNorm = Field(
+        "none", description="Norm on queries and keys after their projections, before RoPE: "
+        "per_head = the spec's norm over each head's d_head, one (d_head,) weight shared by "
+        "the heads (Qwen3, Gemma 3); none = off. Self-attention only.",
     )
     sliding_window: int | None = Field(
         None, gt=0, description="Sliding-window attention (Mistral): each query sees itself and "
@@ -108,16 +115,17 @@ class Spec(BaseModel):
         _fill(self, "d_head", self.d_model // self.n_heads)
         _fill(self, "final_norm", self.norm_placement == "pre" and self.norm != "none")
         _fill(self, "attention_bias", self.bias)
+        _fill(self, "attention_out_bias", self.attention_bias)
         _fill(self, "ffn_bias", self.bias)
         stack_layers = self.n_layers if self.family == "encoder-decoder" else None
         _fill(self, "n_encoder_layers", stack_layers)
         _fill(self, "n_decoder_layers", stack_layers)
-        if self.rope_scaling is not None and self.positions != "rope":
-            raise SpecConsistencyError("rope_scaling", "needs positions: rope")
         if self.positions == "rope" and self.head_dim % 2:
             raise SpecConsistencyError("d_head", f"RoPE needs an even d_head, got {self.head_dim}")
         if self.final_norm and self.norm == "none":
             raise SpecConsistencyError("final_norm", "is true but norm is 'none'")
+        if self.qk_norm != "none" and self.norm == "none":
+            raise SpecConsistencyError("qk_norm", f"is {self.qk_norm!r} but norm is 'none'")
         return self
 
     # Derived values with guaranteed types (the Optional fields are filled by _resolve).

@@ -20,10 +20,10 @@ REFERENCE_TOTALS = {
     "llama-2-7b": 6_738_415_616,
     "llama-2-70b": 68_976_648_192,
     "llama-3-8b": 8_030_261_248,
-    "llama-3.1-8b": 8_030_261_248,
-    "llama-3.2-1b": 1_235_814_400,
     "mistral-7b": 7_241_732_096,
     "mixtral-8x7b": 46_702_792_704,
+    "qwen2.5-7b": 7_615_616_512,
+    "qwen3-8b": 8_190_735_360,
     "t5-small": 60_506_624,
     "transformer-base": 63_082_496,  # derivation in the spec's comment
     "lesson-tiny": 4 * 3_152 + 256 * 16,  # 4 blocks + byte-level token embedding (tied head)

@@ -35,6 +35,11 @@ TINY = {
     "mixtral": transformers.MixtralConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
                                           num_key_value_heads=1, num_hidden_layers=2, vocab_size=50,
                                           num_local_experts=3),
+    "qwen2": transformers.Qwen2Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                      num_key_value_heads=1, num_hidden_layers=2, vocab_size=50),
+    "qwen3": transformers.Qwen3Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                      num_key_value_heads=1, head_dim=8, num_hidden_layers=2,
+                                      vocab_size=50),
     "t5": transformers.T5Config(d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
                                 num_decoder_layers=3, vocab_size=50),
 }

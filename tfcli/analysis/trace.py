@@ -263,6 +263,8 @@ def convention_text(spec: Spec, dtype: str) -> str:
     per_token = "batch x (src_len + tgt_len)" if encoder_decoder else "batch x seq_len"
     k = spec.experts_per_token
     moe = f" MoE experts: only the {k} routed experts per token." if spec.n_experts else ""
+    qk = (" q/k norms (qk_norm): the norm figure per element of q and of k."
+          if spec.qk_norm != "none" else "")
     window = (f" Nor are keys outside the {spec.sliding_window:,}-token sliding window "
               "subtracted." if spec.sliding_window else "")
     return (
@@ -271,7 +273,7 @@ def convention_text(spec: Spec, dtype: str) -> str:
         f"Elementwise, per output element: residual/position/token-type/bias add {ADD_FLOPS}, "
         f"norm {NORM_FLOPS}, softmax {SOFTMAX_FLOPS}, activation {ACTIVATION_FLOPS} (+1 for a "
         "gated product). Not counted: embedding lookups, score scaling, masks, RoPE rotation, "
-        f"relative-bias add, routing top-k, tied-head rescale.{moe} Per token: total / "
+        f"relative-bias add, routing top-k, tied-head rescale.{moe}{qk} Per token: total / "
         f"({per_token}). Activation bytes: output elements x {DTYPE_BYTES[dtype]:g} bytes "
         f"({dtype}), summed over ops (not peak memory). A stack of more than "
         f"{MAX_LISTED_BLOCKS} blocks lists block 0, then blocks 1..L-1 as one row named for its stack and range (e.g. 'decoder.1-79') "
@@ -385,7 +387,8 @@ class _Tracer:
 
         def project(op: str, name: str, inp: Shape, out: Shape, tokens: int, n_in: int,
                     n_out: int) -> None:
-            flops = _linear_flops(tokens, n_in, n_out, bool(s.attention_bias))
+            bias = s.attention_out_bias if name == "o" else s.attention_bias
+            flops = _linear_flops(tokens, n_in, n_out, bool(bias))
             owned = self.owned(f"{w}.w{name}", f"{w}.b{name}", blocks=layers)
             self.add(path, op, [inp], out, owned, flops)
 
@@ -393,6 +396,10 @@ class _Tracer:
         project("q_proj", "q", x, q, B * T, d, H * dh)
         project("k_proj", "k", memory, kv, B * S, d, Hkv * dh)
         project("v_proj", "v", memory, kv, B * S, d, Hkv * dh)
+        for name, shape in (("q", q), ("k", kv)):  # qk_norm (self-attention): before RoPE
+            owned = self.owned(f"{w}.{name}_norm", blocks=layers)
+            if owned.paths:
+                self.add(path, f"{name}_norm", [shape], shape, owned, NORM_FLOPS * math.prod(shape))
         pair_flops = 2 * B * H * T * S * dh  # every (query, key) pair: one dh-long dot product
         self.add(path, "scores", [q, kv], scores, score_params, pair_flops)
         self.add(path, "softmax", [scores], scores, NOTHING, SOFTMAX_FLOPS * math.prod(scores))

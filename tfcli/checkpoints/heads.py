@@ -56,6 +56,8 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
     "llama": _decoder_family("Llama"),
     "mistral": _decoder_family("Mistral"),
     "mixtral": _decoder_family("Mixtral"),
+    "qwen2": _decoder_family("Qwen2"),
+    "qwen3": _decoder_family("Qwen3"),
     "t5": {
         "T5ForConditionalGeneration": LM, "T5Model": BARE,
         "T5ForQuestionAnswering": Architecture(False, "qa_outputs"),

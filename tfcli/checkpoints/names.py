@@ -145,6 +145,8 @@ def _llama_rules() -> list[Rule]:
         rule("{base}embed_tokens.weight", "token_embedding"),
         rule(f"{layer}.input_layernorm.weight", f"{b}.attn_norm.scale"),
         *attn,
+        rule(f"{layer}.self_attn.q_norm.weight", f"{b}.attn.q_norm.scale"),  # Qwen3
+        rule(f"{layer}.self_attn.k_norm.weight", f"{b}.attn.k_norm.scale"),
         rule(f"{layer}.post_attention_layernorm.weight", f"{b}.ffn_norm.scale"),
         *dense,
         rule(f"{moe}.gate.weight", f"{b}.ffn.router", "linear"),
@@ -211,7 +213,7 @@ T5 = Table(
 )
 
 TABLES: dict[str, Table] = {"gpt2": GPT2, "bert": BERT, "llama": LLAMA, "mistral": LLAMA,
-                            "mixtral": LLAMA, "t5": T5}
+                            "mixtral": LLAMA, "t5": T5, "qwen2": LLAMA, "qwen3": LLAMA}
 
 
 # --- naming: checkpoint tensor -> Weights path, for messages ------------------------------------

@@ -14,7 +14,7 @@ import numpy as np
 from tfcli.arrays import Array
 from tfcli.engine.cache import LayerCache
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
-from tfcli.engine.ops import softmax_
+from tfcli.engine.ops import apply_norm, softmax_
 from tfcli.engine.parallel import linear, linear_split, parallel_for, split
 from tfcli.engine.positions import apply_rope, rope_tables
 from tfcli.engine.weights import AttentionWeights
@@ -43,7 +43,16 @@ def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, 
     q = _split_heads(q, spec.n_heads)  # (B, T, H*dh) -> (B, H, T, dh)
     k = _split_heads(k, spec.kv_heads)  # (B, T, Hkv*dh) -> (B, Hkv, T, dh)
     v = _split_heads(v, spec.kv_heads)
+    if w.q_norm is not None:  # spec.qk_norm, before RoPE
+        q, k = _qk_norm(spec, w, q, k)
     return q, k, v
+
+
+def _qk_norm(spec: Spec, w: AttentionWeights, q: Array, k: Array) -> tuple[Array, Array]:
+    """q/k norms over each head's d_head (qk_norm: per_head; Qwen3, Gemma 3): the spec's norm
+    with one (d_head,) weight shared by the heads. q (B, H, T, dh), k (B, Hkv, T, dh), kept."""
+    return (apply_norm(spec.norm, w.q_norm, q, spec.norm_eps),
+            apply_norm(spec.norm, w.k_norm, k, spec.norm_eps))
 
 
 def _cross_kv(
@@ -152,6 +161,9 @@ def _heads_out(spec: Spec, w: AttentionWeights, qkv: tuple[Array, Array, Array],
     probe("q_proj", q.shape)
     probe("k_proj", k.shape)
     probe("v_proj", v.shape)
+    if w.q_norm is not None:  # applied in _self_qkv, reported in the trace's order
+        probe("q_norm", q.shape)
+        probe("k_norm", k.shape)
     out = attend(q, k, v, spec.scale, mask, probe)  # (B, T, H, dh)
     out = out.reshape(*out.shape[:2], -1)  # (B, T, H, dh) -> (B, T, H*dh), free
     out = linear(out, w.wo, w.bo)  # (B, T, H*dh) -> (B, T, d)
@@ -169,8 +181,7 @@ def attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
     """
     q, k, v = _self_qkv(spec, w, x)  # (B, H, T, dh), (B, Hkv, T, dh) x2
     if spec.positions == "rope":
-        cos, sin = rope_tables(inputs.positions, spec.head_dim, spec.rope_theta, x.dtype,
-                               spec.rope_scaling)
+        cos, sin = rope_tables(inputs.positions, spec.head_dim, spec.rope_theta, x.dtype)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
     offset = 0
     if cache is not None:

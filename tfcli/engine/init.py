@@ -95,8 +95,8 @@ class Initializer:
 
     # --- the tree ------------------------------------------------------------------------------
 
-    def norm(self) -> NormWeights | None:
-        kind, d = self.spec.norm, self.spec.d_model
+    def norm(self, width: int | None = None) -> NormWeights | None:
+        kind, d = self.spec.norm, width or self.spec.d_model
         if kind == "none":
             return None
         scale = self.ones(d) if kind in ("layernorm", "rmsnorm") else None
@@ -119,6 +119,7 @@ class Initializer:
         w = AttentionWeights(wq, wk, wv, self._transposed(q_width, s.d_model))
         if s.attention_bias:
             w.bq, w.bk, w.bv = self._zero_columns(*widths) if fused else [self.zeros(n) for n in widths]
+        if s.attention_out_bias:
             w.bo = self.zeros(s.d_model)
         return w
 
@@ -151,6 +152,8 @@ class Initializer:
 
     def block(self, cross: bool = False) -> BlockWeights:
         b = BlockWeights(self.norm(), self.attention(), self.norm(), self.ffn())
+        if self.spec.qk_norm != "none":
+            b.attn.q_norm, b.attn.k_norm = self.norm(self.spec.head_dim), self.norm(self.spec.head_dim)
         if cross:
             b.cross_norm, b.cross_attn = self.norm(), self.attention(fused=False)
         return b

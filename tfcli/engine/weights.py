@@ -32,6 +32,8 @@ class AttentionWeights:
     bk: Array | None = None
     bv: Array | None = None
     bo: Array | None = None
+    q_norm: NormWeights | None = None  # (d_head,) weights shared by every head (spec.qk_norm)
+    k_norm: NormWeights | None = None
 
 
 @dataclass

@@ -1,0 +1,163 @@
+"""Qwen2 / Qwen2.5 (q, k, v biases without an output bias) and Qwen3 (per-head q/k RMSNorm)
+against transformers: small random models saved, loaded through tfcli, compared logit by logit
+(float32 as shipped; float64 with transformers' float32 islands swapped for float64 formulas,
+as in test_hf_parity.py), batched with right padding, and greedy generation token for token.
+
+Tolerances: those of test_hf_parity.py (float32 rtol = atol = 1e-4; float64 rtol 1e-10,
+atol 1e-12). Only the real (unpadded) positions are compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import (
+    PreTrainedModel,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
+)
+from transformers.models.qwen2 import modeling_qwen2 as qwen2
+from transformers.models.qwen3 import modeling_qwen3 as qwen3
+
+from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64, _rope_f64
+from tfcli.checkpoints import load_checkpoint, load_weights, spec_from_config_dir
+from tfcli.engine.generate import GenerationRequest, generate
+from tfcli.engine.model import ModelInput, forward
+from tfcli.engine.weights import count_parameters
+from tfcli.params import total_parameters
+
+VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
+SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": VOCAB,
+         "max_position_embeddings": 64, "rope_theta": 1000.0}
+PROMPTS = [[5, 17, 33, 2, 80], [9, 1, 4]]
+
+
+def _qwen2() -> PreTrainedModel:
+    return Qwen2ForCausalLM(Qwen2Config(**SMALL))
+
+
+def _qwen2_tied() -> PreTrainedModel:
+    """Qwen2.5-0.5B's recipe: tied embeddings."""
+    return Qwen2ForCausalLM(Qwen2Config(**SMALL, tie_word_embeddings=True))
+
+
+def _qwen3() -> PreTrainedModel:
+    """head_dim 8 != hidden / heads (16), as Qwen3's 128 differs from 4096 / 32 at some sizes."""
+    return Qwen3ForCausalLM(Qwen3Config(**SMALL, head_dim=8))
+
+
+def _qwen3_bias() -> PreTrainedModel:
+    """Qwen3 with attention_bias: biases on all four projections, o included."""
+    return Qwen3ForCausalLM(Qwen3Config(**SMALL, head_dim=16, attention_bias=True))
+
+
+CASES: dict[str, Callable[[], PreTrainedModel]] = {
+    "qwen2": _qwen2, "qwen2-tied": _qwen2_tied, "qwen3": _qwen3, "qwen3-bias": _qwen3_bias,
+}
+
+
+def _build(name: str, path: Path, std: float | None = None) -> PreTrainedModel:
+    """The case's model with non-trivial norm weights and biases (their initial ones / zeros
+    would hide a missing or misplaced one), saved as safetensors. `std` redraws the matrices
+    (generation: logits far from ties, see test_generate_parity.py)."""
+    torch.manual_seed(0)
+    model = CASES[name]()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 1:
+                p.add_(torch.randn_like(p) * 0.1)
+            elif std is not None:
+                p.normal_(0.0, std)
+    model.set_attn_implementation("eager")
+    model.eval()
+    model.save_pretrained(path, safe_serialization=True)
+    return model
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def saved(request: pytest.FixtureRequest,
+          tmp_path_factory: pytest.TempPathFactory) -> tuple[PreTrainedModel, Path]:
+    path = tmp_path_factory.mktemp(request.param)
+    return _build(request.param, path), path
+
+
+def _inputs() -> tuple[np.ndarray, np.ndarray]:
+    tokens = np.random.default_rng(1).integers(1, VOCAB, size=(BATCH, LENGTH))
+    mask = np.ones((BATCH, LENGTH), dtype=np.int64)
+    mask[1, -4:] = 0  # the second sequence right-padded by 4
+    return tokens, mask
+
+
+def _compare(model: PreTrainedModel, path: Path, dtype: type, tolerance: dict[str, float]) -> None:
+    tokens, mask = _inputs()
+    with torch.no_grad():
+        want = model(input_ids=torch.from_numpy(tokens),
+                     attention_mask=torch.from_numpy(mask)).logits.numpy()
+    spec = spec_from_config_dir(path)
+    weights = load_weights(path, spec, dtype=dtype)
+    got = forward(spec, weights, ModelInput(tokens, attention_mask=mask)).logits
+    assert got.dtype == np.dtype(dtype)
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got[real], want[real], **tolerance)
+
+
+def test_float32_logits_match_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
+    _compare(*saved, np.float32, F32)
+
+
+@pytest.fixture
+def float64_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    for norm in (qwen2.Qwen2RMSNorm, qwen3.Qwen3RMSNorm):
+        monkeypatch.setattr(norm, "forward", _rms_norm_f64)
+    for rope in (qwen2.Qwen2RotaryEmbedding, qwen3.Qwen3RotaryEmbedding):
+        monkeypatch.setattr(rope, "forward", _rope_f64)
+
+
+def test_float64_logits_match_transformers(saved: tuple[PreTrainedModel, Path],
+                                           float64_reference: None) -> None:
+    model, path = saved
+    model.double().set_attn_implementation("sdpa")
+    try:
+        _compare(model, path, np.float64, F64)
+    finally:
+        model.float().set_attn_implementation("eager")
+
+
+def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
+    model, path = saved
+    spec = spec_from_config_dir(path)
+    hf_total = sum(p.numel() for p in model.parameters())
+    assert total_parameters(spec) == hf_total
+    assert count_parameters(load_weights(path, spec)) == hf_total
+
+
+def _hf_greedy(model: PreTrainedModel, prompt: list[int]) -> list[int]:
+    ids = torch.tensor([prompt])
+    with torch.inference_mode():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS,
+                             min_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0,
+                             eos_token_id=None)
+    return out[0, len(prompt):].tolist()
+
+
+def _tfcli_greedy(path: Path, prompts: list[list[int]], use_cache: bool = True) -> list[list[int]]:
+    spec, weights = load_checkpoint(path)
+    steps = list(generate(spec, weights, GenerationRequest(prompts, NEW_TOKENS),
+                          use_cache=use_cache))
+    return np.stack([s.tokens for s in steps], axis=1).tolist()
+
+
+@pytest.mark.parametrize("name", ["qwen2", "qwen3"])
+def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
+    model = _build(name, tmp_path, std=0.2)
+    expected = [_hf_greedy(model, p) for p in PROMPTS]
+    assert _tfcli_greedy(tmp_path, PROMPTS) == expected  # one left-padded batch
+    assert [_tfcli_greedy(tmp_path, [p])[0] for p in PROMPTS] == expected
+    assert _tfcli_greedy(tmp_path, PROMPTS[:1], use_cache=False) == expected[:1]
