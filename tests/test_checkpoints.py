@@ -211,12 +211,21 @@ def test_transformers5_rope_parameters() -> None:
 
 
 @pytest.mark.parametrize("scaling", [
-    {"rope_scaling": {"rope_type": "llama3", "factor": 8.0}},
-    {"rope_scaling": {"type": "linear", "factor": 2.0}},
-    {"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4}},
+    {"rope_scaling": {"rope_type": "dynamic", "factor": 8.0}},
+    {"rope_scaling": {"type": "longrope", "factor": 2.0}},
+    {"rope_parameters": {"rope_type": "proportional", "rope_theta": 1e4}},
 ])
-def test_rope_scaling_is_refused(scaling: dict) -> None:
+def test_unmodelled_rope_scaling_is_refused(scaling: dict) -> None:
     with pytest.raises(BadInputError, match="RoPE scaling .* is not supported"):
+        spec_from_config(LLAMA_CONFIG | scaling, "x")
+
+
+@pytest.mark.parametrize(("scaling", "key"), [
+    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling.low_freq_factor"),
+    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4}}, "rope_parameters.factor"),
+])
+def test_incomplete_rope_scaling_names_the_key(scaling: dict, key: str) -> None:
+    with pytest.raises(BadInputError, match=f"field '{key}': is missing"):
         spec_from_config(LLAMA_CONFIG | scaling, "x")
 
 

@@ -33,7 +33,8 @@ from tfcli.spec_io import bundled_spec_names, load_spec
 BUNDLED = bundled_spec_names()
 # the checkpoint family (names.TABLES key) of each bundled spec that has one
 FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "llama-2-7b": "llama",
-                 "llama-2-70b": "llama", "llama-3-8b": "llama", "mistral-7b": "mistral",
+                 "llama-2-70b": "llama", "llama-3-8b": "llama", "llama-3.1-8b": "llama",
+                 "llama-3.2-1b": "llama", "mistral-7b": "mistral",
                  "mixtral-8x7b": "mixtral", "t5-small": "t5",
                  "qwen2.5-7b": "qwen2", "qwen3-8b": "qwen3"}
 

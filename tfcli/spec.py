@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
+from tfcli.spec_rope import RopeScaling
 
 Family = Literal["decoder", "encoder", "encoder-decoder"]
 Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh"]
@@ -60,6 +61,8 @@ class Spec(BaseModel):
     final_norm: bool | None = Field(None, description="Norm after each stack; default: pre -> true.")
     positions: Positions = Field("learned", description="Position scheme.")
     rope_theta: float = Field(10000.0, gt=0, description="RoPE base.")
+    rope_scaling: RopeScaling | None = Field(
+        None, description="RoPE frequency scaling for long contexts (Llama 3.1, YaRN); none = plain.")
     relative_buckets: int = Field(32, gt=0, description="T5 relative-position buckets.")
     relative_max_distance: int = Field(128, gt=0, description="T5 relative max distance.")
     bias: bool = Field(True, description="Biases on attention and FFN projections.")
@@ -120,6 +123,8 @@ class Spec(BaseModel):
         stack_layers = self.n_layers if self.family == "encoder-decoder" else None
         _fill(self, "n_encoder_layers", stack_layers)
         _fill(self, "n_decoder_layers", stack_layers)
+        if self.rope_scaling is not None and self.positions != "rope":
+            raise SpecConsistencyError("rope_scaling", "needs positions: rope")
         if self.positions == "rope" and self.head_dim % 2:
             raise SpecConsistencyError("d_head", f"RoPE needs an even d_head, got {self.head_dim}")
         if self.final_norm and self.norm == "none":

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from tfcli.errors import (
     MAX_SHOWN_PROBLEMS,
@@ -149,7 +149,8 @@ def parse_spec_text(text: str, source: str = "<spec>") -> Spec:
         problems, omitted = _problems(exc, lines)
         raise SpecError(source, problems, omitted) from None
     except SpecConsistencyError as exc:
-        raise SpecError(source, [Problem(exc.field, exc.detail, lines.get(exc.field))]) from None
+        line = lines.get(exc.field.split(".")[0])  # a nested field: its top-level key's line
+        raise SpecError(source, [Problem(exc.field, exc.detail, line)]) from None
 
 
 def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]]:
@@ -200,17 +201,18 @@ def _problems(exc: ValidationError, lines: dict[str, int]) -> tuple[list[Problem
 
 
 def _problem_from_pydantic(err: Any, lines: dict[str, int]) -> Problem:
-    loc = err.get("loc", ())
-    field = str(loc[0]) if loc else ""
-    line = lines.get(field)
+    loc = tuple(str(part) for part in err.get("loc", ()))
+    field = ".".join(loc)  # a nested model's field: rope_scaling.factor
+    line = lines.get(loc[0]) if loc else None
     if err["type"] == "extra_forbidden":
-        return Problem(field, f"unknown field{_did_you_mean(field, FIELD_NAMES)}", line)
+        names = tuple(_model_at(loc[:-1]).model_fields) if loc else FIELD_NAMES
+        return Problem(field, f"unknown field{_did_you_mean(loc[-1] if loc else '', names)}", line)
     if err["type"] == "missing":
         return Problem(field, "is required", None)
     value = err.get("input")
     hint = ""
-    if err["type"] == "literal_error" and isinstance(value, str):
-        hint = _did_you_mean(value, _literal_choices(field))  # swiglue -> swiglu
+    if err["type"] == "literal_error" and isinstance(value, str) and loc:
+        hint = _did_you_mean(value, _literal_choices(loc))  # swiglue -> swiglu
     elif err["type"] in _TYPE_ERRORS and isinstance(value, str):
         hint = yaml11_hint(value)  # `bias: yes`, `n_layers: 1_000`: numbers in YAML 1.1 only
     return Problem(field, f"{_message(err)} (got {shown(value)}){hint}", line)
@@ -219,9 +221,23 @@ def _problem_from_pydantic(err: Any, lines: dict[str, int]) -> Problem:
 _TYPE_ERRORS = frozenset({"int_type", "bool_type", "float_type"})
 
 
-def _literal_choices(field: str) -> list[str]:
+def _model_at(loc: tuple[str, ...]) -> type[BaseModel]:
+    """The model class of the mapping at `loc`: Spec at the top, a nested model below a field
+    whose type is one (rope_scaling -> RopeScaling)."""
+    model: type[BaseModel] = Spec
+    for part in loc:
+        info = model.model_fields.get(part)
+        nested = [a for a in typing.get_args(info.annotation) if isinstance(a, type)
+                  and issubclass(a, BaseModel)] if info is not None else []
+        if not nested:
+            return model
+        model = nested[0]
+    return model
+
+
+def _literal_choices(loc: tuple[str, ...]) -> list[str]:
     """The allowed strings of a Literal[...] (or Literal[...] | None) spec field."""
-    info = Spec.model_fields.get(field)
+    info = _model_at(loc[:-1]).model_fields.get(loc[-1])
     if info is None:
         return []
     pending, choices = [info.annotation], []

@@ -17,7 +17,7 @@ from tfcli.spec import Spec
 from tfcli.spec_io import bundled_spec_names, load_spec
 
 BUNDLED = bundled_spec_names()
-BIG = {"llama-2-7b", "llama-3-8b", "mistral-7b", "mixtral-8x7b"}  # > 1 GB per block + tables
+BIG = {"llama-2-7b", "llama-3-8b", "llama-3.1-8b", "llama-3.2-1b", "mistral-7b", "mixtral-8x7b"}  # > 1 GB per block + tables
 HUGE = {"llama-2-70b"}  # 3.4 GB per block
 BIG |= {"qwen2.5-7b", "qwen3-8b"}
 

@@ -146,12 +146,45 @@ def _rope_kind(params: ConfigFields, scaling: ConfigFields) -> str:
             or scaling.optional_text("type") or "default")
 
 
-def _rope_theta(c: ConfigFields) -> float:
-    """RoPE base, from transformers 5 `rope_parameters` or the older top-level keys."""
+# config keys each RoPE scaling type reads -> rope_scaling fields (number or integer or flag)
+_ROPE_SCALING_KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "linear": (("factor", "factor", "number"),),
+    "llama3": (("factor", "factor", "number"), ("low_freq_factor", "low_freq_factor", "number"),
+               ("high_freq_factor", "high_freq_factor", "number"),
+               ("original_max_position_embeddings", "original_max_seq_len", "integer")),
+    "yarn": (("factor", "factor", "number"),
+             ("original_max_position_embeddings", "original_max_seq_len", "integer"),
+             ("beta_fast", "beta_fast", "number"), ("beta_slow", "beta_slow", "number"),
+             ("attention_factor", "attention_factor", "number"), ("mscale", "mscale", "number"),
+             ("mscale_all_dim", "mscale_all_dim", "number"), ("truncate", "truncate", "flag")),
+}
+_REQUIRED_ROPE_KEYS = frozenset({"factor", "low_freq_factor", "high_freq_factor",
+                                 "original_max_position_embeddings"})
+
+
+def _rope_scaling(c: ConfigFields) -> Config | None:
+    """`rope_scaling` of the spec, from transformers 5 `rope_parameters` or the older
+    `rope_scaling` object; None for plain RoPE. A type tfcli does not model is refused by name."""
     params, scaling = c.section("rope_parameters"), c.section("rope_scaling")
     kind = _rope_kind(params, scaling)
-    if kind != "default":
-        raise unsupported(c, f"RoPE scaling {shown(kind)} is not supported (only plain RoPE)")
+    if kind == "default":
+        return None
+    if kind not in _ROPE_SCALING_KEYS:
+        raise unsupported(c, f"RoPE scaling {shown(kind)} is not supported "
+                             f"(supported: {', '.join(sorted(_ROPE_SCALING_KEYS))})")
+    source = params if params.has("factor") or not scaling.values else scaling
+    fields: Config = {"type": kind}
+    for key, field, kind_of in _ROPE_SCALING_KEYS[kind]:
+        if kind == "yarn" and key == "original_max_position_embeddings" and not source.has(key):
+            fields[field] = c.integer("max_position_embeddings")  # transformers' fallback
+        elif key in _REQUIRED_ROPE_KEYS or source.values.get(key) is not None:
+            fields[field] = getattr(source, kind_of)(key)
+    return fields
+
+
+def _rope_theta(c: ConfigFields) -> float:
+    """RoPE base, from transformers 5 `rope_parameters` or the older top-level keys."""
+    params = c.section("rope_parameters")
     # the nested value wins, as in transformers 5; the top-level key is the older spelling
     partial = params if params.has("partial_rotary_factor") else c
     if partial.number("partial_rotary_factor", default=1.0, positive=False) != 1.0:
@@ -176,6 +209,9 @@ def _llama(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
         "tie_embeddings": c.flag("tie_word_embeddings"),
         "lm_head": arch.lm_head,
     }
+    scaling = _rope_scaling(c)
+    if scaling is not None:
+        fields["rope_scaling"] = scaling
     if c.values["model_type"] == "mixtral":
         fields |= {"n_experts": c.integer("num_local_experts"),
                    "experts_per_token": c.integer("num_experts_per_tok")}

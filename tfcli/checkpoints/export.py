@@ -16,6 +16,9 @@ def minimal_fields(spec: Spec) -> dict[str, Any]:
     """The fields of `spec` that a YAML file must state: dropping any other one would change
     the validated Spec (derived fields such as n_kv_heads or d_head re-derive to the same value)."""
     data = spec.model_dump()
+    for field, value in data.items():  # a nested model (rope_scaling): only the values it sets
+        if isinstance(value, dict):
+            data[field] = {k: v for k, v in value.items() if v is not None}
     for field in FIELD_NAMES:
         if field in ALWAYS or Spec.model_fields[field].is_required():
             continue

@@ -181,7 +181,8 @@ def attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
     """
     q, k, v = _self_qkv(spec, w, x)  # (B, H, T, dh), (B, Hkv, T, dh) x2
     if spec.positions == "rope":
-        cos, sin = rope_tables(inputs.positions, spec.head_dim, spec.rope_theta, x.dtype)
+        cos, sin = rope_tables(inputs.positions, spec.head_dim, spec.rope_theta, x.dtype,
+                               spec.rope_scaling)
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
     offset = 0
     if cache is not None:

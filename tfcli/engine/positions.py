@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from tfcli.arrays import Array
+from tfcli.spec_rope import RopeScaling
 
 
 def default_positions(batch: int, length: int, offset: int = 0) -> Array:
@@ -32,17 +33,80 @@ def sinusoidal(positions: Array, d_model: int, dtype: np.dtype) -> Array:
 
 
 def rope_tables(
-    positions: Array, d_head: int, theta: float, dtype: np.dtype
+    positions: Array, d_head: int, theta: float, dtype: np.dtype,
+    scaling: RopeScaling | None = None,
 ) -> tuple[Array, Array]:
     """cos and sin for RoPE (Su et al. 2021) in the HF LLaMA layout: (B, 1, T, d_head) each.
 
-    inv_freq_i = theta^(-2i/d) for i < d/2, and the angle table is repeated twice along the
-    last axis, pairing dimension i with i + d/2 (the `rotate_half` convention).
+    inv_freq_i = theta^(-2i/d) for i < d/2 (stretched by `scaling` when set), and the angle
+    table is repeated twice along the last axis, pairing dimension i with i + d/2 (the
+    `rotate_half` convention). A scaling's attention factor multiplies both cos and sin.
     """
     inv_freq = theta ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # (d/2,)
+    factor = 1.0
+    if scaling is not None:
+        inv_freq, factor = ROPE_SCALINGS[scaling.type](inv_freq, scaling, theta)
     angles = positions[..., None].astype(np.float64) * inv_freq  # (B, T, d/2)
     angles = np.concatenate([angles, angles], axis=-1)[:, None]  # (B, 1, T, d)
-    return np.cos(angles).astype(dtype, copy=False), np.sin(angles).astype(dtype, copy=False)
+    cos, sin = np.cos(angles), np.sin(angles)
+    if factor != 1.0:
+        cos, sin = cos * factor, sin * factor
+    return cos.astype(dtype, copy=False), sin.astype(dtype, copy=False)
+
+
+# --- RoPE scaling: (inv_freq (d/2,), scaling, theta) -> (scaled inv_freq, attention factor) ----
+# Each follows transformers.modeling_rope_utils (_compute_<type>_parameters), in float64.
+
+
+def rope_linear(inv_freq: Array, scaling: RopeScaling, theta: float) -> tuple[Array, float]:
+    """Position interpolation (Chen et al. 2023): every frequency divided by factor."""
+    return inv_freq / scaling.factor, 1.0
+
+
+def rope_llama3(inv_freq: Array, scaling: RopeScaling, theta: float) -> tuple[Array, float]:
+    """Llama 3.1: wavelengths past original/low_freq_factor are divided by factor, those below
+    original/high_freq_factor kept, and the band between interpolated linearly in original/wavelen."""
+    factor, low, high = scaling.factor, scaling.low_freq_factor, scaling.high_freq_factor
+    original = float(scaling.original_max_seq_len)  # checked per type
+    wavelen = 2 * math.pi / inv_freq  # (d/2,)
+    smooth = (original / wavelen - low) / (high - low)
+    medium = (1 - smooth) * inv_freq / factor + smooth * inv_freq
+    scaled = np.where(wavelen > original / low, inv_freq / factor, inv_freq)
+    is_medium = (wavelen >= original / high) & (wavelen <= original / low)
+    return np.where(is_medium, medium, scaled), 1.0
+
+
+def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
+
+
+def rope_yarn(inv_freq: Array, scaling: RopeScaling, theta: float) -> tuple[Array, float]:
+    """YaRN (Peng et al. 2023): dimensions with fewer than beta_slow rotations over the original
+    context are interpolated (/ factor), those with more than beta_fast kept, a linear ramp between;
+    cos and sin are multiplied by the attention factor (0.1 ln(factor) + 1 by default)."""
+    factor, original = scaling.factor, float(scaling.original_max_seq_len)
+    attention = scaling.attention_factor
+    if attention is None:
+        if scaling.mscale and scaling.mscale_all_dim:
+            attention = _yarn_mscale(factor, scaling.mscale) / _yarn_mscale(factor, scaling.mscale_all_dim)
+        else:
+            attention = _yarn_mscale(factor)
+    dim = 2 * inv_freq.shape[0]
+
+    def correction_dim(rotations: float) -> float:  # the dimension that turns `rotations` times
+        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = correction_dim(scaling.beta_fast or 32.0), correction_dim(scaling.beta_slow or 1.0)
+    if scaling.truncate is not False:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001  # as transformers: no zero-width ramp
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0, 1)  # (d/2,)
+    return inv_freq / factor * ramp + inv_freq * (1 - ramp), float(attention)
+
+
+ROPE_SCALINGS = {"linear": rope_linear, "llama3": rope_llama3, "yarn": rope_yarn}
 
 
 def apply_rope(x: Array, cos: Array, sin: Array) -> Array:

@@ -1,0 +1,177 @@
+"""RoPE scaling (llama3, linear, yarn) against transformers, never skipped: a small random
+LlamaForCausalLM per type, saved as safetensors and loaded through tfcli's own loader.
+
+The sequences (40 tokens) run well past each case's original context (16), where the scaled
+frequencies differ most from plain RoPE. Checked: logits in float32 (rtol = atol = 1e-4) on a
+batch whose second row is right-padded; logits in float64 (rtol 1e-10) against transformers with
+its RoPE table evaluated in float64 (transformers builds inv_freq in float32: `torch.float` is
+read when the table is built, so building it with torch.float set to float64 gives transformers'
+own formula at float64); greedy tokens equal to `model.generate(do_sample=False)` for a
+left-padded batch and each prompt alone; `tfcli generate --check-cache` passes; and without its
+scaling the same checkpoint drifts (the cases do not pass by accident).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedModel
+from transformers import modeling_rope_utils as rope_utils
+from transformers.models.llama import modeling_llama as llama
+
+from tfcli.checkpoints import load_checkpoint, load_weights, spec_from_config_dir
+from tfcli.engine.generate import GenerationRequest, generate
+from tfcli.engine.model import ModelInput, forward
+
+VOCAB, LENGTH, NEW_TOKENS = 96, 40, 12
+F32 = {"rtol": 1e-4, "atol": 1e-4}
+F64 = {"rtol": 1e-10, "atol": 1e-12}
+DECODER = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": VOCAB,
+           "max_position_embeddings": 64, "initializer_range": 0.2}
+CASES = {
+    "llama3": {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0,
+               "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 16},
+    "linear": {"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0},
+    "yarn": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+             "original_max_position_embeddings": 16},
+}
+PROMPTS = [[5, 17, 33, 2, 80, 7, 9, 11, 3, 60, 44, 21, 8, 19, 70, 31, 6, 2],
+           [9, 1, 4, 50, 61, 12, 33, 40, 2, 7, 8, 90, 13, 14, 15, 16, 17, 18, 19, 20]]
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def saved(request: pytest.FixtureRequest,
+          tmp_path_factory: pytest.TempPathFactory) -> tuple[PreTrainedModel, Path]:
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**DECODER, rope_parameters=CASES[request.param]))
+    model.set_attn_implementation("eager")
+    model.eval()
+    path = tmp_path_factory.mktemp(request.param)
+    model.save_pretrained(path, safe_serialization=True)
+    return model, path
+
+
+def _tokens() -> tuple[np.ndarray, np.ndarray]:
+    tokens = np.random.default_rng(1).integers(1, VOCAB, size=(2, LENGTH))
+    mask = np.ones_like(tokens)
+    mask[1, -9:] = 0  # the second sequence is 31 real tokens, right-padded
+    return tokens, mask
+
+
+def _hf_logits(model: PreTrainedModel, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        return model(input_ids=torch.from_numpy(tokens),
+                     attention_mask=torch.from_numpy(mask)).logits.numpy()
+
+
+def _tfcli_logits(path: Path, dtype: type, tokens: np.ndarray, mask: np.ndarray,
+                  scaled: bool = True) -> np.ndarray:
+    spec = spec_from_config_dir(path)
+    assert spec.rope_scaling is not None
+    weights = load_weights(path, spec, dtype=dtype)
+    if not scaled:
+        spec = spec.replace(rope_scaling=None)
+    return forward(spec, weights, ModelInput(tokens, attention_mask=mask)).logits
+
+
+def _real(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return logits[mask.astype(bool)]  # (real tokens, vocab): padded positions are unspecified
+
+
+def test_float32_logits_match_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
+    model, path = saved
+    tokens, mask = _tokens()
+    want = _hf_logits(model, tokens, mask)
+    got = _tfcli_logits(path, np.float32, tokens, mask)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(_real(got, mask), _real(want, mask), **F32)
+
+
+def _inv_freq_f64(config: LlamaConfig) -> tuple[torch.Tensor, float]:
+    """transformers' own table function, evaluated with torch.float meaning float64."""
+    kind = config.rope_parameters["rope_type"]
+    float32 = torch.float
+    try:
+        torch.float = torch.float64  # type: ignore[misc]
+        inv_freq, factor = rope_utils.ROPE_INIT_FUNCTIONS[kind](config, "cpu")
+    finally:
+        torch.float = float32  # type: ignore[misc]
+    assert inv_freq.dtype == torch.float64
+    return inv_freq, float(factor)
+
+
+def _rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
+    inv_freq, factor = _inv_freq_f64(self.config)
+    angles = position_ids[..., None].double() * inv_freq  # (B, T, dim/2)
+    angles = torch.cat((angles, angles), dim=-1)
+    return (angles.cos() * factor).to(x.dtype), (angles.sin() * factor).to(x.dtype)
+
+
+def _rms_norm_f64(self: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    variance = x.pow(2).mean(-1, keepdim=True)
+    return self.weight * (x * torch.rsqrt(variance + self.variance_epsilon))
+
+
+def test_float64_logits_match_transformers(saved: tuple[PreTrainedModel, Path],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    model, path = saved
+    monkeypatch.setattr(llama.LlamaRotaryEmbedding, "forward", _rope_f64)
+    monkeypatch.setattr(llama.LlamaRMSNorm, "forward", _rms_norm_f64)
+    tokens, mask = _tokens()
+    model.double().set_attn_implementation("sdpa")
+    try:
+        want = _hf_logits(model, tokens, mask)
+    finally:
+        model.float().set_attn_implementation("eager")
+    got = _tfcli_logits(path, np.float64, tokens, mask)
+    np.testing.assert_allclose(_real(got, mask), _real(want, mask), **F64)
+
+
+def test_without_scaling_the_logits_drift(saved: tuple[PreTrainedModel, Path]) -> None:
+    """Plain RoPE on the same weights: past the original context the logits leave transformers'."""
+    model, path = saved
+    tokens, mask = np.random.default_rng(1).integers(1, VOCAB, size=(1, LENGTH)), None
+    ones = np.ones_like(tokens)
+    want = _hf_logits(model, tokens, ones)
+    drift = np.abs(_tfcli_logits(path, np.float32, tokens, mask, scaled=False) - want)
+    assert drift.max() > 100 * F32["atol"], drift.max()
+
+
+def _hf_greedy(model: PreTrainedModel, prompt: list[int]) -> list[int]:
+    ids = torch.tensor([prompt])
+    with torch.inference_mode():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS,
+                             min_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0,
+                             eos_token_id=None)
+    return out[0, len(prompt):].tolist()
+
+
+def _tfcli_greedy(path: Path, prompts: list[list[int]], use_cache: bool = True) -> list[list[int]]:
+    spec, weights = load_checkpoint(path)
+    steps = list(generate(spec, weights, GenerationRequest(prompts, NEW_TOKENS),
+                          use_cache=use_cache))
+    return np.stack([s.tokens for s in steps], axis=1).tolist()  # (B, NEW_TOKENS)
+
+
+def test_greedy_tokens_match_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
+    """Prompts of 18 and 20 tokens plus 12 new: generation crosses the original context (16)."""
+    model, path = saved
+    expected = [_hf_greedy(model, p) for p in PROMPTS]
+    assert _tfcli_greedy(path, PROMPTS) == expected  # one left-padded batch
+    assert [_tfcli_greedy(path, [p])[0] for p in PROMPTS] == expected
+    assert _tfcli_greedy(path, PROMPTS[:1], use_cache=False) == expected[:1]
+
+
+def test_check_cache_passes(saved: tuple[PreTrainedModel, Path], invoke) -> None:  # noqa: ANN001
+    _, path = saved
+    tokens = ",".join(map(str, PROMPTS[1]))
+    result = invoke("generate", str(path), "--tokens", tokens, "--max-new-tokens", "24",
+                    "--check-cache", "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["check"]["ok"]
