@@ -161,3 +161,20 @@ def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
     assert _tfcli_greedy(tmp_path, PROMPTS) == expected  # one left-padded batch
     assert [_tfcli_greedy(tmp_path, [p])[0] for p in PROMPTS] == expected
     assert _tfcli_greedy(tmp_path, PROMPTS[:1], use_cache=False) == expected[:1]
+
+
+def test_left_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
+    """The second sequence left-padded by 5: positions count real tokens only, on both sides."""
+    model, path = saved
+    tokens, _ = _inputs()
+    mask = np.ones_like(tokens)
+    mask[1, :5] = 0
+    positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
+    with torch.no_grad():
+        want = model(input_ids=torch.from_numpy(tokens), attention_mask=torch.from_numpy(mask),
+                     position_ids=torch.from_numpy(positions)).logits.numpy()
+    spec = spec_from_config_dir(path)
+    got = forward(spec, load_weights(path, spec),
+                  ModelInput(tokens, attention_mask=mask, positions=positions)).logits
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got[real], want[real], **F32)
