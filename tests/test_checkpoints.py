@@ -211,8 +211,8 @@ def test_transformers5_rope_parameters() -> None:
 
 
 @pytest.mark.parametrize("scaling", [
-    {"rope_scaling": {"rope_type": "dynamic", "factor": 8.0}},
-    {"rope_scaling": {"type": "longrope", "factor": 2.0}},
+    {"rope_scaling": {"rope_type": "su", "factor": 8.0}},
+    {"rope_scaling": {"type": "mrope", "factor": 2.0}},
     {"rope_parameters": {"rope_type": "proportional", "rope_theta": 1e4}},
 ])
 def test_unmodelled_rope_scaling_is_refused(scaling: dict) -> None:

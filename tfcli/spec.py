@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
-from tfcli.spec_rope import RopeScaling
+from tfcli.spec_rope import RopeScaling, check_rope_width
 
 Family = Literal["decoder", "encoder", "encoder-decoder"]
 Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh"]
@@ -125,6 +125,8 @@ class Spec(BaseModel):
         _fill(self, "n_decoder_layers", stack_layers)
         if self.rope_scaling is not None and self.positions != "rope":
             raise SpecConsistencyError("rope_scaling", "needs positions: rope")
+        if self.rope_scaling is not None:
+            check_rope_width(self.rope_scaling, self.head_dim)
         if self.positions == "rope" and self.head_dim % 2:
             raise SpecConsistencyError("d_head", f"RoPE needs an even d_head, got {self.head_dim}")
         if self.final_norm and self.norm == "none":

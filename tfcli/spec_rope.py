@@ -6,20 +6,23 @@ exactly the numbers its formula reads. The formulas live in tfcli/engine/positio
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
 
-RopeScalingType = Literal["linear", "llama3", "yarn"]
+RopeScalingType = Literal["linear", "dynamic", "llama3", "yarn", "longrope"]
+Factors = list[Annotated[float, Field(gt=0)]]
 
 # The fields each type reads beyond `type` and `factor`: (required, optional).
 _FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "linear": ((), ()),
+    "dynamic": (("original_max_seq_len",), ()),
     "llama3": (("low_freq_factor", "high_freq_factor", "original_max_seq_len"), ()),
     "yarn": (("original_max_seq_len",), ("beta_fast", "beta_slow", "attention_factor",
                                          "mscale", "mscale_all_dim", "truncate")),
+    "longrope": (("original_max_seq_len", "short_factor", "long_factor"), ("attention_factor",)),
 }
 
 
@@ -40,10 +43,13 @@ class RopeScaling(BaseModel):
     type: RopeScalingType = Field(
         description="linear: positions / factor (every frequency divided by factor); llama3: "
         "Llama 3.1 - low frequencies / factor, high ones kept, a smooth ramp between; yarn: "
-        "YaRN ramp between interpolated and original frequencies, cos/sin times attention_factor.")
+        "YaRN ramp between interpolated and original frequencies, cos/sin times attention_factor; "
+        "dynamic: NTK-aware base grown with the sequence past original_max_seq_len; longrope: "
+        "per-frequency divisors, short_factor within original_max_seq_len, long_factor past it.")
     factor: float = Field(gt=0, description="Context extension factor (e.g. 8 for Llama 3.1).")
     original_max_seq_len: int | None = Field(
-        None, gt=0, description="Context the model was pretrained on (llama3, yarn).")
+        None, ge=2, description="Context the model was pretrained on (llama3, yarn, longrope); "
+        "dynamic: the length past which the base grows.")
     low_freq_factor: float | None = Field(None, gt=0, description="llama3: low-frequency factor.")
     high_freq_factor: float | None = Field(None, gt=0, description="llama3: high-frequency factor.")
     beta_fast: float | None = Field(None, gt=0, description="yarn: fast rotations bound; 32.")
@@ -54,6 +60,11 @@ class RopeScaling(BaseModel):
     mscale: float | None = Field(None, gt=0, description="yarn: mscale (DeepSeek style).")
     mscale_all_dim: float | None = Field(None, gt=0, description="yarn: mscale_all_dim.")
     truncate: bool | None = Field(None, description="yarn: round the ramp ends to integers; true.")
+    short_factor: Factors | None = Field(
+        None, max_length=4096, description="longrope: divisor of each inverse frequency (d_head/2 "
+        "values) while the sequence fits original_max_seq_len.")
+    long_factor: Factors | None = Field(
+        None, max_length=4096, description="longrope: the divisors past original_max_seq_len.")
 
     @model_validator(mode="after")
     def _check(self) -> RopeScaling:
@@ -90,3 +101,15 @@ def _check_values(scaling: RopeScaling) -> None:
         raise SpecConsistencyError(
             "rope_scaling.high_freq_factor",
             f"must exceed low_freq_factor {low_freq:g} (got {high_freq:g})")
+
+
+def check_rope_width(scaling: RopeScaling, d_head: int) -> None:
+    """longrope's factor lists hold one divisor per rotated pair of dimensions; dynamic's base
+    exponent d / (d - 2) needs d_head of at least 4."""
+    if scaling.type == "dynamic" and d_head < 4:
+        raise SpecConsistencyError("rope_scaling", f"'dynamic' needs d_head of at least 4 (got {d_head})")
+    for name in ("short_factor", "long_factor"):
+        values = getattr(scaling, name)
+        if values is not None and len(values) != d_head // 2:
+            raise SpecConsistencyError(
+                f"rope_scaling.{name}", f"needs d_head / 2 = {d_head // 2} values (got {len(values)})")

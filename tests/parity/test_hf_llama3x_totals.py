@@ -71,9 +71,31 @@ def test_spec_round_trips_through_yaml(name: str) -> None:
     assert parse_spec_text(spec_to_yaml(spec)) == spec
 
 
-@pytest.mark.parametrize("kind", ["dynamic", "longrope", "su"])
+@pytest.mark.parametrize("kind", ["proportional", "mrope", "su"])
 def test_unmodelled_rope_type_is_refused_by_name(kind: str) -> None:
     _, config = CONFIGS["llama-3.2-1b"]
     config = config | {"rope_scaling": {"rope_type": kind, "factor": 2.0}}
     with pytest.raises(BadInputError, match=f"RoPE scaling '{kind}' is not supported"):
         spec_from_config(config, source="x")
+
+
+def test_dynamic_extends_the_context_by_its_factor() -> None:
+    """dynamic NTK reads its original length from max_position_embeddings and grows the base
+    past it: the spec keeps that length in rope_scaling and allows factor times as many tokens."""
+    _, config = CONFIGS["llama-3.2-1b"]
+    config = config | {"max_position_embeddings": 4096,
+                       "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}
+    spec = spec_from_config(config, source="x")
+    assert spec.max_seq_len == 8192 and spec.rope_scaling is not None
+    assert (spec.rope_scaling.type, spec.rope_scaling.original_max_seq_len) == ("dynamic", 4096)
+
+
+def test_longrope_factor_defaults_to_the_context_ratio() -> None:
+    _, config = CONFIGS["llama-3.2-1b"]
+    rope = {"rope_type": "longrope", "original_max_position_embeddings": 4096,
+            "short_factor": [1.0] * 32, "long_factor": [2.0] * 32}
+    spec = spec_from_config(config | {"rope_scaling": rope}, source="x")
+    assert spec.rope_scaling is not None and spec.rope_scaling.factor == 131072 / 4096
+    bad = rope | {"long_factor": [2.0] * 31 + ["x"]}
+    with pytest.raises(BadInputError, match="rope_scaling.long_factor"):
+        spec_from_config(config | {"rope_scaling": bad}, source="x")

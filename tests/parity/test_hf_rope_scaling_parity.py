@@ -40,16 +40,36 @@ CASES = {
     "linear": {"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0},
     "yarn": {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
              "original_max_position_embeddings": 16},
+    # dynamic reads its original length from max_position_embeddings (set to 16 below)
+    "dynamic": {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 4.0},
+    "longrope": {"rope_type": "longrope", "rope_theta": 10000.0, "factor": 4.0,
+                 "original_max_position_embeddings": 16, "attention_factor": 1.1,
+                 "short_factor": [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0],
+                 "long_factor": [1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0]},
 }
+# the sequence-dependent types: a cached key keeps the table of the step that rotated it
+SEQUENCE_DEPENDENT = {"dynamic"}
 PROMPTS = [[5, 17, 33, 2, 80, 7, 9, 11, 3, 60, 44, 21, 8, 19, 70, 31, 6, 2],
            [9, 1, 4, 50, 61, 12, 33, 40, 2, 7, 8, 90, 13, 14, 15, 16, 17, 18, 19, 20]]
+
+
+def _config(case: str) -> LlamaConfig:
+    context = {"max_position_embeddings": 16} if case == "dynamic" else {}
+    return LlamaConfig(**DECODER | context, rope_parameters=CASES[case])
+
+
+def _fresh(path: Path) -> PreTrainedModel:
+    """The saved model reloaded: transformers' dynamic and longrope tables are state that an
+    earlier call leaves behind; tfcli's are a function of the call's positions."""
+    model = LlamaForCausalLM.from_pretrained(path, attn_implementation="eager")
+    return model.eval()
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
 def saved(request: pytest.FixtureRequest,
           tmp_path_factory: pytest.TempPathFactory) -> tuple[PreTrainedModel, Path]:
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(**DECODER, rope_parameters=CASES[request.param]))
+    model = LlamaForCausalLM(_config(request.param))
     model.set_attn_implementation("eager")
     model.eval()
     path = tmp_path_factory.mktemp(request.param)
@@ -93,13 +113,20 @@ def test_float32_logits_match_transformers(saved: tuple[PreTrainedModel, Path]) 
     np.testing.assert_allclose(_real(got, mask), _real(want, mask), **F32)
 
 
-def _inv_freq_f64(config: LlamaConfig) -> tuple[torch.Tensor, float]:
+def _inv_freq_f64(config: LlamaConfig, seq_len: int) -> tuple[torch.Tensor, float]:
     """transformers' own table function, evaluated with torch.float meaning float64."""
-    kind = config.rope_parameters["rope_type"]
+    kind, params = config.rope_parameters["rope_type"], config.rope_parameters
+    if kind == "longrope":  # transformers builds its factor lists in float32 explicitly
+        key = "long_factor" if seq_len > params["original_max_position_embeddings"] else "short_factor"
+        dim = 2 * len(params[key])
+        shape = torch.arange(0, dim, 2, dtype=torch.float64) / dim
+        inv_freq = 1.0 / (torch.tensor(params[key], dtype=torch.float64)
+                          * params["rope_theta"] ** shape)
+        return inv_freq, float(params["attention_factor"])
     float32 = torch.float
     try:
         torch.float = torch.float64  # type: ignore[misc]
-        inv_freq, factor = rope_utils.ROPE_INIT_FUNCTIONS[kind](config, "cpu")
+        inv_freq, factor = rope_utils.ROPE_INIT_FUNCTIONS[kind](config, "cpu", seq_len=seq_len)
     finally:
         torch.float = float32  # type: ignore[misc]
     assert inv_freq.dtype == torch.float64
@@ -107,7 +134,7 @@ def _inv_freq_f64(config: LlamaConfig) -> tuple[torch.Tensor, float]:
 
 
 def _rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
-    inv_freq, factor = _inv_freq_f64(self.config)
+    inv_freq, factor = _inv_freq_f64(self.config, int(position_ids.max()) + 1)
     angles = position_ids[..., None].double() * inv_freq  # (B, T, dim/2)
     angles = torch.cat((angles, angles), dim=-1)
     return (angles.cos() * factor).to(x.dtype), (angles.sin() * factor).to(x.dtype)
@@ -161,17 +188,34 @@ def _tfcli_greedy(path: Path, prompts: list[list[int]], use_cache: bool = True) 
 
 def test_greedy_tokens_match_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
     """Prompts of 18 and 20 tokens plus 12 new: generation crosses the original context (16)."""
-    model, path = saved
-    expected = [_hf_greedy(model, p) for p in PROMPTS]
-    assert _tfcli_greedy(path, PROMPTS) == expected  # one left-padded batch
+    _, path = saved
+    expected = [_hf_greedy(_fresh(path), p) for p in PROMPTS]
     assert [_tfcli_greedy(path, [p])[0] for p in PROMPTS] == expected
+    if _case(path) in SEQUENCE_DEPENDENT:
+        return  # a batch shares one table (its longest row decides), as transformers' does
+    assert _tfcli_greedy(path, PROMPTS) == expected  # one left-padded batch
     assert _tfcli_greedy(path, PROMPTS[:1], use_cache=False) == expected[:1]
+
+
+def _case(path: Path) -> str:
+    return path.name.rstrip("0123456789")  # tmp_path_factory numbers the folder
+
+
+def _check_cache(invoke, path: Path, prompt: list[int], new: int) -> dict:  # noqa: ANN001
+    result = invoke("generate", str(path), "--tokens", ",".join(map(str, prompt)),
+                    "--max-new-tokens", str(new), "--check-cache", "-f", "json")
+    return {"exit_code": result.exit_code, **json.loads(result.stdout)["check"]}
 
 
 def test_check_cache_passes(saved: tuple[PreTrainedModel, Path], invoke) -> None:  # noqa: ANN001
     _, path = saved
-    tokens = ",".join(map(str, PROMPTS[1]))
-    result = invoke("generate", str(path), "--tokens", tokens, "--max-new-tokens", "24",
-                    "--check-cache", "-f", "json")
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["check"]["ok"]
+    if _case(path) in SEQUENCE_DEPENDENT:
+        # within the original 16 positions the table never changes: cached == uncached
+        assert _check_cache(invoke, path, PROMPTS[1][:5], 10)["ok"]
+        # past it every step grows the base, and the cache holds keys rotated under the
+        # earlier bases (what transformers generates, above); recomputing them all differs
+        check = _check_cache(invoke, path, PROMPTS[1], 24)
+        assert not check["ok"] and check["exit_code"] != 0
+        return
+    check = _check_cache(invoke, path, PROMPTS[1], 24)
+    assert check["exit_code"] == 0 and check["ok"], check

@@ -9,6 +9,7 @@ the spec's description so they travel into `tfcli import-config` output.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from collections.abc import Callable
@@ -149,6 +150,7 @@ def _rope_kind(params: ConfigFields, scaling: ConfigFields) -> str:
 # config keys each RoPE scaling type reads -> rope_scaling fields (number or integer or flag)
 _ROPE_SCALING_KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "linear": (("factor", "factor", "number"),),
+    "dynamic": (("factor", "factor", "number"),),
     "llama3": (("factor", "factor", "number"), ("low_freq_factor", "low_freq_factor", "number"),
                ("high_freq_factor", "high_freq_factor", "number"),
                ("original_max_position_embeddings", "original_max_seq_len", "integer")),
@@ -157,9 +159,14 @@ _ROPE_SCALING_KEYS: dict[str, tuple[tuple[str, str, str], ...]] = {
              ("beta_fast", "beta_fast", "number"), ("beta_slow", "beta_slow", "number"),
              ("attention_factor", "attention_factor", "number"), ("mscale", "mscale", "number"),
              ("mscale_all_dim", "mscale_all_dim", "number"), ("truncate", "truncate", "flag")),
+    "longrope": (("original_max_position_embeddings", "original_max_seq_len", "integer"),
+                 ("short_factor", "short_factor", "numbers"), ("long_factor", "long_factor", "numbers"),
+                 ("attention_factor", "attention_factor", "number")),
 }
 _REQUIRED_ROPE_KEYS = frozenset({"factor", "low_freq_factor", "high_freq_factor",
-                                 "original_max_position_embeddings"})
+                                 "original_max_position_embeddings", "short_factor", "long_factor"})
+# transformers falls back to max_position_embeddings for these (dynamic: always uses it)
+_ORIGINAL_FALLBACK = frozenset({"yarn", "longrope"})
 
 
 def _rope_scaling(c: ConfigFields) -> Config | None:
@@ -175,11 +182,29 @@ def _rope_scaling(c: ConfigFields) -> Config | None:
     source = params if params.has("factor") or not scaling.values else scaling
     fields: Config = {"type": kind}
     for key, field, kind_of in _ROPE_SCALING_KEYS[kind]:
-        if kind == "yarn" and key == "original_max_position_embeddings" and not source.has(key):
-            fields[field] = c.integer("max_position_embeddings")  # transformers' fallback
+        if (kind in _ORIGINAL_FALLBACK and key == "original_max_position_embeddings"
+                and not source.has(key)):
+            fields[field] = c.integer("max_position_embeddings")
         elif key in _REQUIRED_ROPE_KEYS or source.values.get(key) is not None:
-            fields[field] = getattr(source, kind_of)(key)
+            fields[field] = _rope_value(source, key, kind_of)
+    if kind == "dynamic":
+        fields["original_max_seq_len"] = c.integer("max_position_embeddings")
+    if kind == "longrope" and source.values.get("factor") is None:  # as transformers: the ratio
+        fields["factor"] = c.integer("max_position_embeddings") / fields["original_max_seq_len"]
+    elif kind == "longrope":
+        fields["factor"] = source.number("factor")
     return fields
+
+
+def _rope_value(source: ConfigFields, key: str, kind_of: str) -> object:
+    if kind_of != "numbers":
+        return getattr(source, kind_of)(key)
+    values = source.values.get(key)
+    if not isinstance(values, list) or len(values) > 4096 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf
+            for v in values):
+        raise source.error(key, f"expected a list of positive numbers, got {shown(values)}")
+    return [float(v) for v in values]
 
 
 def _rope_theta(c: ConfigFields) -> float:
@@ -212,6 +237,8 @@ def _llama(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     scaling = _rope_scaling(c)
     if scaling is not None:
         fields["rope_scaling"] = scaling
+    if scaling is not None and scaling["type"] == "dynamic":  # it extends the context by factor
+        fields["max_seq_len"] = int(scaling["factor"] * fields["max_seq_len"])
     if c.values["model_type"] == "mixtral":
         fields |= {"n_experts": c.integer("num_local_experts"),
                    "experts_per_token": c.integer("num_experts_per_tok")}

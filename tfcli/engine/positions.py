@@ -45,7 +45,8 @@ def rope_tables(
     inv_freq = theta ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # (d/2,)
     factor = 1.0
     if scaling is not None:
-        inv_freq, factor = ROPE_SCALINGS[scaling.type](inv_freq, scaling, theta)
+        seq_len = int(positions.max()) + 1 if positions.size else 0  # as transformers: one for all
+        inv_freq, factor = ROPE_SCALINGS[scaling.type](inv_freq, scaling, theta, seq_len)
     angles = positions[..., None].astype(np.float64) * inv_freq  # (B, T, d/2)
     angles = np.concatenate([angles, angles], axis=-1)[:, None]  # (B, 1, T, d)
     cos, sin = np.cos(angles), np.sin(angles)
@@ -54,16 +55,20 @@ def rope_tables(
     return cos.astype(dtype, copy=False), sin.astype(dtype, copy=False)
 
 
-# --- RoPE scaling: (inv_freq (d/2,), scaling, theta) -> (scaled inv_freq, attention factor) ----
+# --- RoPE scaling: (inv_freq (d/2,), scaling, theta, seq_len) -> (inv_freq, attention factor) --
 # Each follows transformers.modeling_rope_utils (_compute_<type>_parameters), in float64.
+# seq_len is the largest position of this call + 1 (dynamic and longrope depend on it); keys
+# already cached keep the table they were rotated with, exactly as in transformers.
 
 
-def rope_linear(inv_freq: Array, scaling: RopeScaling, theta: float) -> tuple[Array, float]:
+def rope_linear(inv_freq: Array, scaling: RopeScaling, theta: float,
+                seq_len: int) -> tuple[Array, float]:
     """Position interpolation (Chen et al. 2023): every frequency divided by factor."""
     return inv_freq / scaling.factor, 1.0
 
 
-def rope_llama3(inv_freq: Array, scaling: RopeScaling, theta: float) -> tuple[Array, float]:
+def rope_llama3(inv_freq: Array, scaling: RopeScaling, theta: float,
+                seq_len: int) -> tuple[Array, float]:
     """Llama 3.1: wavelengths past original/low_freq_factor are divided by factor, those below
     original/high_freq_factor kept, and the band between interpolated linearly in original/wavelen."""
     factor, low, high = scaling.factor, scaling.low_freq_factor, scaling.high_freq_factor
@@ -80,7 +85,8 @@ def _yarn_mscale(scale: float, mscale: float = 1.0) -> float:
     return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
 
-def rope_yarn(inv_freq: Array, scaling: RopeScaling, theta: float) -> tuple[Array, float]:
+def rope_yarn(inv_freq: Array, scaling: RopeScaling, theta: float,
+              seq_len: int) -> tuple[Array, float]:
     """YaRN (Peng et al. 2023): dimensions with fewer than beta_slow rotations over the original
     context are interpolated (/ factor), those with more than beta_fast kept, a linear ramp between;
     cos and sin are multiplied by the attention factor (0.1 ln(factor) + 1 by default)."""
@@ -106,7 +112,31 @@ def rope_yarn(inv_freq: Array, scaling: RopeScaling, theta: float) -> tuple[Arra
     return inv_freq / factor * ramp + inv_freq * (1 - ramp), float(attention)
 
 
-ROPE_SCALINGS = {"linear": rope_linear, "llama3": rope_llama3, "yarn": rope_yarn}
+def rope_dynamic(inv_freq: Array, scaling: RopeScaling, theta: float,
+                 seq_len: int) -> tuple[Array, float]:
+    """Dynamic NTK: past the original length L the base grows to
+    theta * (factor * seq_len / L - (factor - 1)) ^ (d / (d - 2)); within it, plain RoPE."""
+    original, dim = scaling.original_max_seq_len or 1, 2 * inv_freq.shape[0]
+    length = max(seq_len, original)
+    base = theta * (scaling.factor * length / original - (scaling.factor - 1)) ** (dim / (dim - 2))
+    return base ** (-np.arange(0, dim, 2, dtype=np.float64) / dim), 1.0
+
+
+def rope_longrope(inv_freq: Array, scaling: RopeScaling, theta: float,
+                  seq_len: int) -> tuple[Array, float]:
+    """LongRoPE (Phi-3): each frequency divided by its own factor, the short list within the
+    original length, the long one past it; cos/sin times sqrt(1 + ln(factor) / ln(original))."""
+    original = scaling.original_max_seq_len or 1
+    factors = scaling.long_factor if seq_len > original else scaling.short_factor
+    attention = scaling.attention_factor
+    if attention is None:
+        attention = (1.0 if scaling.factor <= 1 else
+                     math.sqrt(1 + math.log(scaling.factor) / math.log(original)))
+    return inv_freq / np.asarray(factors, dtype=np.float64), attention
+
+
+ROPE_SCALINGS = {"linear": rope_linear, "llama3": rope_llama3, "yarn": rope_yarn,
+                 "dynamic": rope_dynamic, "longrope": rope_longrope}
 
 
 def apply_rope(x: Array, cos: Array, sin: Array) -> Array:
