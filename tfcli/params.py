@@ -78,11 +78,12 @@ def _attention(spec: Spec, name: str, path: str, repeat: int) -> list[Component]
 
 
 def _qk_norms(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
-    """Self-attention q/k norms: one (d_head,) weight each, shared by every head."""
+    """Self-attention q/k norms: per_head, one (d_head,) weight each shared by every head;
+    full, over the whole projection ((n_heads * d_head,) and (n_kv_heads * d_head,))."""
     if spec.qk_norm == "none":
         return []
-    return [c for x in ("q", "k") for c in _norm(spec, f"{name}.{x}_norm", f"{path}.{x}_norm",
-                                                 ATTENTION, repeat, spec.head_dim)]
+    return [c for x, width in zip("qk", spec.qk_norm_widths)
+            for c in _norm(spec, f"{name}.{x}_norm", f"{path}.{x}_norm", ATTENTION, repeat, width)]
 
 
 def _dense_ffn(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:

@@ -19,7 +19,7 @@ Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "ge
 NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "none"]
 Placement = Literal["pre", "post"]
 Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
-QKNorm = Literal["none", "per_head"]
+QKNorm = Literal["none", "per_head", "full"]
 
 GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "geglu_tanh"})
 PositiveInt = Field(gt=0)
@@ -78,7 +78,8 @@ class Spec(BaseModel):
     qk_norm: QKNorm = Field(
         "none", description="Norm on queries and keys after their projections, before RoPE: "
         "per_head = the spec's norm over each head's d_head, one (d_head,) weight shared by "
-        "the heads (Qwen3, Gemma 3); none = off. Self-attention only.",
+        "the heads (Qwen3, Gemma 3); full = over the whole q and k projections, (n_heads * "
+        "d_head,) and (n_kv_heads * d_head,) weights (OLMo 2); none = off. Self-attention only.",
     )
     sliding_window: int | None = Field(
         None, gt=0, description="Sliding-window attention (Mistral): each query sees itself and "
@@ -143,6 +144,14 @@ class Spec(BaseModel):
     @property
     def kv_heads(self) -> int:
         return self.n_kv_heads or self.n_heads
+
+    @property
+    def qk_norm_widths(self) -> tuple[int, int]:
+        """Widths of the q and k norm weights: d_head each (per_head), or the whole q and k
+        projections (full)."""
+        if self.qk_norm == "full":
+            return self.n_heads * self.head_dim, self.kv_heads * self.head_dim
+        return self.head_dim, self.head_dim
 
     @property
     def gated(self) -> bool:

@@ -40,17 +40,20 @@ def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, 
     """Q (B, H, T, dh), K and V (B, Hkv, T, dh): one product when Q/K/V are fused."""
     # (B, T, d) -> (B, T, H*dh), (B, T, Hkv*dh) x2
     q, k, v = linear_split(x, w, ("wq", "wk", "wv"), ("bq", "bk", "bv"))
+    if w.q_norm is not None and spec.qk_norm == "full":  # over the whole projection (OLMo 2)
+        q, k = _qk_norm(spec, w, q, k)
     q = _split_heads(q, spec.n_heads)  # (B, T, H*dh) -> (B, H, T, dh)
     k = _split_heads(k, spec.kv_heads)  # (B, T, Hkv*dh) -> (B, Hkv, T, dh)
     v = _split_heads(v, spec.kv_heads)
-    if w.q_norm is not None:  # spec.qk_norm, before RoPE
+    if w.q_norm is not None and spec.qk_norm == "per_head":  # over each head's d_head
         q, k = _qk_norm(spec, w, q, k)
     return q, k, v
 
 
 def _qk_norm(spec: Spec, w: AttentionWeights, q: Array, k: Array) -> tuple[Array, Array]:
-    """q/k norms over each head's d_head (qk_norm: per_head; Qwen3, Gemma 3): the spec's norm
-    with one (d_head,) weight shared by the heads. q (B, H, T, dh), k (B, Hkv, T, dh), kept."""
+    """q/k norms before RoPE, the spec's norm over the last axis: per_head (Qwen3, Gemma 3) on
+    q (B, H, T, dh) and k (B, Hkv, T, dh) with one (d_head,) weight shared by the heads; full
+    (OLMo 2) on the projections q (B, T, H*dh) and k (B, T, Hkv*dh). Shapes kept."""
     return (apply_norm(spec.norm, w.q_norm, q, spec.norm_eps),
             apply_norm(spec.norm, w.k_norm, k, spec.norm_eps))
 

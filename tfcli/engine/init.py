@@ -153,7 +153,8 @@ class Initializer:
     def block(self, cross: bool = False) -> BlockWeights:
         b = BlockWeights(self.norm(), self.attention(), self.norm(), self.ffn())
         if self.spec.qk_norm != "none":
-            b.attn.q_norm, b.attn.k_norm = self.norm(self.spec.head_dim), self.norm(self.spec.head_dim)
+            q_width, k_width = self.spec.qk_norm_widths
+            b.attn.q_norm, b.attn.k_norm = self.norm(q_width), self.norm(k_width)
         if cross:
             b.cross_norm, b.cross_attn = self.norm(), self.attention(fused=False)
         return b
