@@ -26,6 +26,7 @@ from transformers.models.qwen2 import modeling_qwen2 as qwen2
 from transformers.models.qwen3 import modeling_qwen3 as qwen3
 
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64, _rope_f64
+from tests.parity.test_hf_rope_scaling_parity import _rope_f64 as _scaled_rope_f64
 from tfcli.checkpoints import load_checkpoint, load_weights, spec_from_config_dir
 from tfcli.engine.generate import GenerationRequest, generate
 from tfcli.engine.model import ModelInput, forward
@@ -58,8 +59,18 @@ def _qwen3_bias() -> PreTrainedModel:
     return Qwen3ForCausalLM(Qwen3Config(**SMALL, head_dim=16, attention_bias=True))
 
 
+def _qwen3_yarn() -> PreTrainedModel:
+    """Qwen3 with YaRN scaling from an 8-token original context (Qwen's long-context recipe):
+    the 12 tokens reach past it, so the q/k norms meet the scaled rotation."""
+    small = {k: v for k, v in SMALL.items() if k != "rope_theta"}
+    return Qwen3ForCausalLM(Qwen3Config(**small, head_dim=8, rope_parameters={
+        "rope_type": "yarn", "rope_theta": 1000.0, "factor": 4.0,
+        "original_max_position_embeddings": 8}))
+
+
 CASES: dict[str, Callable[[], PreTrainedModel]] = {
     "qwen2": _qwen2, "qwen2-tied": _qwen2_tied, "qwen3": _qwen3, "qwen3-bias": _qwen3_bias,
+    "qwen3-yarn": _qwen3_yarn,
 }
 
 
@@ -117,7 +128,12 @@ def float64_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     for norm in (qwen2.Qwen2RMSNorm, qwen3.Qwen3RMSNorm):
         monkeypatch.setattr(norm, "forward", _rms_norm_f64)
     for rope in (qwen2.Qwen2RotaryEmbedding, qwen3.Qwen3RotaryEmbedding):
-        monkeypatch.setattr(rope, "forward", _rope_f64)
+        monkeypatch.setattr(rope, "forward", _rope_any_f64)
+
+
+def _rope_any_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
+    scaled = self.config.rope_parameters.get("rope_type", "default") != "default"
+    return (_scaled_rope_f64 if scaled else _rope_f64)(self, x, position_ids)
 
 
 def test_float64_logits_match_transformers(saved: tuple[PreTrainedModel, Path],
