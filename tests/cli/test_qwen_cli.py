@@ -81,3 +81,13 @@ def test_qk_norm_without_a_norm_is_refused(invoke, write_spec) -> None:
                       "n_heads: 2\nd_ff: 16\nn_layers: 1\nnorm: none\nqk_norm: per_head\n")
     result = invoke("validate", str(path))
     assert result.exit_code == 2 and "qk_norm" in result.output and "Traceback" not in result.output
+
+
+def test_keys_the_qwen_classes_ignore_change_nothing(invoke, model_dir: Path, tmp_path: Path) -> None:
+    """transformers hard-codes Qwen's biases (Qwen2: q/k/v, never o; no MLP bias in either): a
+    stray `mlp_bias` (or, for Qwen2, `attention_bias`) in config.json changes no count."""
+    config = json.loads((model_dir / "config.json").read_text())
+    stray = {"mlp_bias": True} | ({"attention_bias": False} if config["model_type"] == "qwen2" else {})
+    (tmp_path / "config.json").write_text(json.dumps(config | stray))
+    assert _json(invoke, "params", str(tmp_path))["total"] == \
+        _json(invoke, "params", str(model_dir))["total"]

@@ -266,6 +266,7 @@ def _qwen(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
                              "(only 'full_attention')")
     fields, notes = _llama(c, arch)
     fields.pop("sliding_window", None)  # only read with use_sliding_window, refused above
+    fields["ffn_bias"] = False  # no MLP bias in either (an `mlp_bias` key means nothing to them)
     if c.values["model_type"] == "qwen2":
         fields |= {"attention_bias": True, "attention_out_bias": False}
     else:
