@@ -194,3 +194,15 @@ def test_left_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Pa
                   ModelInput(tokens, attention_mask=mask, positions=positions)).logits
     real = mask.astype(bool)
     np.testing.assert_allclose(got[real], want[real], **F32)
+
+
+def test_loaded_checkpoints_are_laid_out_for_decoding(saved: tuple[PreTrainedModel, Path]) -> None:
+    """Q/K/V (and Qwen2's q/k/v biases) load fused; o and down projections Fortran-ordered."""
+    from tfcli.engine.layout import fused_projection
+
+    _, path = saved
+    spec = spec_from_config_dir(path)
+    for block in load_weights(path, spec).decoder.blocks:
+        fused = fused_projection(block.attn, ("wq", "wk", "wv"), ("bq", "bk", "bv"))
+        assert fused is not None and (fused[1] is not None) == bool(spec.attention_bias)
+        assert block.attn.wo.flags.f_contiguous and block.ffn.w_down.flags.f_contiguous
