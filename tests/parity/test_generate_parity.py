@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 from transformers import (
@@ -27,8 +26,7 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 
-from tfcli.checkpoints import load_checkpoint
-from tfcli.engine.generate import GenerationRequest, generate
+from tests.parity.greedy import hf_greedy, tfcli_greedy
 
 VOCAB, NEW_TOKENS = 96, 12
 PROMPTS = [[5, 17, 33, 2, 80], [9, 1, 4]]
@@ -77,21 +75,11 @@ def _saved(name: str, root: Path) -> tuple[PreTrainedModel, Path]:
 
 
 def _hf_greedy(model: PreTrainedModel, prompt: list[int]) -> list[int]:
-    ids = torch.tensor([prompt])
-    with torch.inference_mode():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS,
-                             min_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0,
-                             eos_token_id=None)
-    new = out[0] if model.config.is_encoder_decoder else out[0, len(prompt):]
-    tokens = new.tolist()
-    return tokens[1:] if model.config.is_encoder_decoder else tokens  # drop the start token
+    return hf_greedy(model, prompt, NEW_TOKENS)
 
 
 def _tfcli_greedy(path: Path, prompts: list[list[int]], use_cache: bool = True) -> list[list[int]]:
-    spec, weights = load_checkpoint(path)
-    request = GenerationRequest(prompts, NEW_TOKENS)
-    steps = list(generate(spec, weights, request, use_cache=use_cache))
-    return np.stack([s.tokens for s in steps], axis=1).tolist()  # (B, NEW_TOKENS)
+    return tfcli_greedy(path, prompts, NEW_TOKENS, use_cache)
 
 
 @pytest.mark.parametrize("name", sorted(BUILDERS))

@@ -23,9 +23,9 @@ from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedModel
 from transformers import modeling_rope_utils as rope_utils
 from transformers.models.llama import modeling_llama as llama
 
-from tfcli.checkpoints import load_checkpoint, load_weights, spec_from_config_dir
-from tfcli.engine.generate import GenerationRequest, generate
+from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
+from tests.parity.greedy import hf_greedy, tfcli_greedy
 
 VOCAB, LENGTH, NEW_TOKENS = 96, 40, 12
 F32 = {"rtol": 1e-4, "atol": 1e-4}
@@ -171,19 +171,11 @@ def test_without_scaling_the_logits_drift(saved: tuple[PreTrainedModel, Path]) -
 
 
 def _hf_greedy(model: PreTrainedModel, prompt: list[int]) -> list[int]:
-    ids = torch.tensor([prompt])
-    with torch.inference_mode():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS,
-                             min_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0,
-                             eos_token_id=None)
-    return out[0, len(prompt):].tolist()
+    return hf_greedy(model, prompt, NEW_TOKENS)
 
 
 def _tfcli_greedy(path: Path, prompts: list[list[int]], use_cache: bool = True) -> list[list[int]]:
-    spec, weights = load_checkpoint(path)
-    steps = list(generate(spec, weights, GenerationRequest(prompts, NEW_TOKENS),
-                          use_cache=use_cache))
-    return np.stack([s.tokens for s in steps], axis=1).tolist()  # (B, NEW_TOKENS)
+    return tfcli_greedy(path, prompts, NEW_TOKENS, use_cache)
 
 
 def test_greedy_tokens_match_transformers(saved: tuple[PreTrainedModel, Path]) -> None:

@@ -27,11 +27,11 @@ from transformers.models.qwen3 import modeling_qwen3 as qwen3
 
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64, _rope_f64
 from tests.parity.test_hf_rope_scaling_parity import _rope_f64 as _scaled_rope_f64
-from tfcli.checkpoints import load_checkpoint, load_weights, spec_from_config_dir
-from tfcli.engine.generate import GenerationRequest, generate
+from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.weights import count_parameters
 from tfcli.params import total_parameters
+from tests.parity.greedy import hf_greedy, tfcli_greedy
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -155,19 +155,11 @@ def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path
 
 
 def _hf_greedy(model: PreTrainedModel, prompt: list[int]) -> list[int]:
-    ids = torch.tensor([prompt])
-    with torch.inference_mode():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=NEW_TOKENS,
-                             min_new_tokens=NEW_TOKENS, do_sample=False, pad_token_id=0,
-                             eos_token_id=None)
-    return out[0, len(prompt):].tolist()
+    return hf_greedy(model, prompt, NEW_TOKENS)
 
 
 def _tfcli_greedy(path: Path, prompts: list[list[int]], use_cache: bool = True) -> list[list[int]]:
-    spec, weights = load_checkpoint(path)
-    steps = list(generate(spec, weights, GenerationRequest(prompts, NEW_TOKENS),
-                          use_cache=use_cache))
-    return np.stack([s.tokens for s in steps], axis=1).tolist()
+    return tfcli_greedy(path, prompts, NEW_TOKENS, use_cache)
 
 
 @pytest.mark.parametrize("name", ["qwen2", "qwen3"])
