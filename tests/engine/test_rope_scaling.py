@@ -13,9 +13,9 @@ from tfcli.errors import SpecConsistencyError
 from tfcli.spec import Spec
 from tfcli.spec_rope import RopeScaling
 
-torch = pytest.importorskip("torch")
-rope_utils = pytest.importorskip("transformers.modeling_rope_utils")
-transformers = pytest.importorskip("transformers")
+# imported, not importorskip'd: the test extra installs both, and a missing one must fail CI
+import transformers  # noqa: E402
+import transformers.modeling_rope_utils as rope_utils  # noqa: E402
 
 HF_KEYS = {"original_max_seq_len": "original_max_position_embeddings"}
 

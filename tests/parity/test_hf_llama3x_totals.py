@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+import torch  # noqa: E402  (the test extra installs it: a missing one fails, never skips)
+import transformers  # noqa: E402
 
 from tfcli.checkpoints import spec_from_config  # noqa: E402
 from tfcli.checkpoints.export import spec_to_yaml  # noqa: E402
