@@ -20,7 +20,8 @@ import pytest
 from tests.engine.engine_specs import VARIANTS, make_spec
 from tests.test_checkpoints import GPT2_CONFIG, D, gpt2_tensors, write_model
 from tfcli.analysis.params_report import build_params_report
-from tfcli.analysis.trace import MAX_LISTED_BLOCKS, build_trace, expand_rows
+from tfcli.analysis.trace import MAX_LISTED_BLOCKS, build_trace
+from tfcli.analysis.trace_rows import expand_rows
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.checkpoints.names import TABLES
 from tfcli.engine.init import init_weights

@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tfcli.analysis.trace import Shape, TraceReport, TraceRow, build_trace, expand_rows
+from tfcli.analysis.trace import TraceReport, build_trace
+from tfcli.analysis.trace_rows import Shape, TraceRow, expand_rows
 from tfcli.errors import BadInputError
 from tfcli.params import total_parameters
 from tfcli.shapes import shape_text

@@ -5,7 +5,8 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from tfcli.analysis.trace import TraceReport, TraceRow
+from tfcli.analysis.trace import TraceReport
+from tfcli.analysis.trace_rows import TraceRow
 from tfcli.analysis.trace_check import ExecuteCheck
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, human_flops
