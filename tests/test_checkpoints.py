@@ -24,7 +24,7 @@ from tfcli.checkpoints import (
     spec_to_yaml,
 )
 from tfcli.checkpoints.loader import canonical_names
-from tfcli.checkpoints.names import BERT
+from tfcli.checkpoints.families.bert import TABLE as BERT
 from tfcli.engine.layout import fused_projection
 from tfcli.engine.weights import count_parameters
 from tfcli.errors import BadInputError, SpecError

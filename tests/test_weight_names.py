@@ -23,7 +23,7 @@ from tfcli.analysis.params_report import build_params_report
 from tfcli.analysis.trace import MAX_LISTED_BLOCKS, build_trace
 from tfcli.analysis.trace_rows import expand_rows
 from tfcli.checkpoints import load_weights, spec_from_config_dir
-from tfcli.checkpoints.names import TABLES
+from tfcli.checkpoints.families import TABLES
 from tfcli.engine.init import init_weights
 from tfcli.engine.weights import named_arrays
 from tfcli.errors import BadInputError
@@ -115,7 +115,8 @@ FIELDS = {"q.weight": "wq", "k.weight": "wk", "v.weight": "wv", "o.weight": "wo"
           "q.bias": "bq", "k.bias": "bk", "v.bias": "bv", "o.bias": "bo",
           "up.weight": "w_up", "gate.weight": "w_gate", "down.weight": "w_down",
           "up.bias": "b_up", "gate.bias": "b_gate", "down.bias": "b_down",
-          "router.weight": "router", "pooler.weight": "pooler_w", "pooler.bias": "pooler_b"}
+          "router.weight": "router", "pooler.weight": "pooler_w", "pooler.bias": "pooler_b",
+          "lm_head.bias": "lm_head_bias"}
 
 
 @pytest.mark.parametrize(("name", "spec"), CASES, ids=IDS)

@@ -18,7 +18,8 @@ import numpy as np
 
 from tfcli.arrays import Array
 from tfcli.checkpoints.configs import config_file, model_type, read_config, spec_from_config_dir
-from tfcli.checkpoints.names import TABLES, Rule, Table, engine_paths
+from tfcli.checkpoints.families import TABLES
+from tfcli.checkpoints.names import Rule, Table, engine_paths
 from tfcli.checkpoints.tensors import TensorSource
 from tfcli.engine.init import Initializer
 from tfcli.engine.layout import arrange_weights

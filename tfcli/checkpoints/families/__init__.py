@@ -1,0 +1,37 @@
+"""Model families tfcli reads: one module per family (or group of close families), holding
+all tfcli knows of it - the defaults of its transformers config class, its config.json reader
+(-> spec fields) and its checkpoint name Table. Family knowledge lives here and in
+tfcli/checkpoints/heads.py (its model classes) only; the engine reads spec fields.
+
+Adding a family: a module here with DEFAULTS, a reader (families.common.Reader) and a Table;
+one FAMILIES entry per model_type below; its classes in heads.ARCHITECTURES.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tfcli.checkpoints.families import bert, gpt2, llama, t5
+from tfcli.checkpoints.families.common import Reader
+from tfcli.checkpoints.fields import Config
+from tfcli.checkpoints.names import Table
+
+
+@dataclass(frozen=True)
+class Family:
+    defaults: Config  # the transformers config class's defaults for the keys read
+    read: Reader
+    table: Table
+
+
+FAMILIES: dict[str, Family] = {
+    "gpt2": Family(gpt2.DEFAULTS, gpt2.read, gpt2.TABLE),
+    "bert": Family(bert.DEFAULTS, bert.read, bert.TABLE),
+    "llama": Family(llama.LLAMA_DEFAULTS, llama.read_llama, llama.TABLE),
+    "mistral": Family(llama.MISTRAL_DEFAULTS, llama.read_llama, llama.TABLE),
+    "mixtral": Family(llama.MIXTRAL_DEFAULTS, llama.read_llama, llama.TABLE),
+    "qwen2": Family(llama.QWEN2_DEFAULTS, llama.read_qwen, llama.TABLE),
+    "qwen3": Family(llama.QWEN3_DEFAULTS, llama.read_qwen, llama.TABLE),
+    "t5": Family(t5.DEFAULTS, t5.read, t5.TABLE),
+}
+TABLES: dict[str, Table] = {kind: family.table for kind, family in FAMILIES.items()}
