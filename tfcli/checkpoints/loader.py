@@ -98,6 +98,8 @@ def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]
         return shapes[0][::-1]
     if rule.transform == "split3":
         return (*shapes[0][:-1], sum(s[-1] for s in shapes))
+    if rule.transform == "split_linear":  # nn.Linear (sum of the widths, in), or its bias
+        return (sum(s[-1] for s in shapes), *shapes[0][:-1])
     return shapes[0]
 
 
@@ -109,7 +111,8 @@ def _owned(array: Array) -> Array:
     return array if array.flags.owndata else array.copy()
 
 
-def convert(rule: Rule, array: Array) -> list[Array]:
+def convert(rule: Rule, array: Array, shapes: list[tuple[int, ...]]) -> list[Array]:
+    """The arrays `rule` makes of checkpoint tensor `array`, for Weights slots of `shapes`."""
     if rule.transform == "linear":
         # nn.Linear (out, in) -> (in, out) as a transposed view; arrange_weights then copies
         # only the matrices whose layout differs (not the down and output projections)
@@ -117,6 +120,11 @@ def convert(rule: Rule, array: Array) -> list[Array]:
     if rule.transform == "split3":
         # GPT-2's c_attn (d, 3d) -> wq, wk, wv as column views: already fused (see arrange_weights)
         return np.split(_owned(array), 3, axis=-1)
+    if rule.transform == "split_linear":
+        # (sum w_i, in) -> (in, w_i) column views of the transpose, cut at the spec's widths;
+        # arrange_weights fuses them again (Q/K/V, gate/up) in the decode layout
+        bounds = np.cumsum([s[-1] for s in shapes])[:-1]
+        return np.split(_owned(array).T, bounds, axis=-1)
     return [_owned(array)]
 
 
@@ -193,7 +201,8 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
         slots = dict(named_arrays(weights))
         steps = checked_plan(TABLES[kind], spec, slots, source, kind, truncated)
         for step in steps:
-            for ours, array in zip(step.ours, convert(step.rule, source.get(step.hf, np.dtype(dtype)))):
+            tensor, shapes = source.get(step.hf, np.dtype(dtype)), [slots[p].shape for p in step.ours]
+            for ours, array in zip(step.ours, convert(step.rule, tensor, shapes)):
                 set_path(weights, ours, array)
                 slots.pop(ours)
     _check_complete(weights, spec, slots, directory)

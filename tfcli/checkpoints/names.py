@@ -11,7 +11,9 @@ skipped, so a table can list every variant of its family.
 
 Transforms: `copy` keeps the array; `linear` transposes torch nn.Linear's (out, in) to tfcli's
 (in, out); `split3` cuts GPT-2's fused c_attn (Conv1D, already (in, out)) into q, k, v along the
-last axis.
+last axis; `split_linear` transposes a fused nn.Linear (sum of widths, in) and cuts it into the
+rule's arrays at the widths the spec gives them (Phi-3's qkv_proj: q | k | v, unequal under GQA;
+gate_up_proj: gate | up).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Literal
 
 from tfcli.spec import Spec
 
-Transform = Literal["copy", "linear", "split3"]
+Transform = Literal["copy", "linear", "split3", "split_linear"]
 
 
 def always(spec: Spec) -> bool:
@@ -34,7 +36,7 @@ def always(spec: Spec) -> bool:
 @dataclass(frozen=True)
 class Rule:
     hf: str  # checkpoint name template
-    ours: tuple[str, ...]  # Weights path template(s); three for split3
+    ours: tuple[str, ...]  # Weights path template(s); three for split3, the pieces for split_linear
     transform: Transform = "copy"
     when: Callable[[Spec], bool] = always  # extra condition (T5's gated vs plain FFN names)
 
