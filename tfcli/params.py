@@ -123,7 +123,8 @@ def _stack(spec: Spec, stack: str, n_layers: int, cross: bool) -> list[Component
     if cross:
         out += _norm(spec, f"{block}.cross_norm", f"{path}.cross_norm", repeat=n_layers)
         out += _attention(spec, f"{block}.cross_attn", f"{path}.cross_attn", n_layers)
-    out += _norm(spec, f"{block}.ffn_norm", f"{path}.ffn_norm", repeat=n_layers)
+    if spec.parallel_residual != "one_norm":  # one_norm: the FFN reads attn_norm's output
+        out += _norm(spec, f"{block}.ffn_norm", f"{path}.ffn_norm", repeat=n_layers)
     out += _ffn(spec, block, path, n_layers)
     if spec.final_norm:
         out += _norm(spec, f"{stack}.final_norm", f"{stack}.final_norm")
@@ -151,6 +152,8 @@ def _heads(spec: Spec) -> list[Component]:
         tied = spec.tie_embeddings
         out.append(Component("lm_head", HEAD, shape, note=TIED_NOTE if tied else "", tied=tied,
                              path="token_embedding" if tied else "lm_head"))
+    if spec.lm_head_bias:
+        out.append(Component("lm_head.bias", HEAD, (spec.vocab_size,), path="lm_head_bias"))
     if spec.pooler:
         out.append(Component("pooler.weight", POOLER, (spec.d_model, spec.d_model), path="pooler_w"))
         out.append(Component("pooler.bias", POOLER, (spec.d_model,), path="pooler_b"))

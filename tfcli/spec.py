@@ -18,6 +18,7 @@ Family = Literal["decoder", "encoder", "encoder-decoder"]
 Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh"]
 NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "none"]
 Placement = Literal["pre", "post"]
+ParallelResidual = Literal["off", "one_norm", "two_norms"]
 Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
 QKNorm = Literal["none", "per_head", "full"]
 
@@ -57,8 +58,14 @@ class Spec(BaseModel):
     activation: Activation = Field("gelu", description="FFN activation; gated ones use 3 matrices.")
     norm: NormKind = Field("layernorm", description="Normalisation layer.")
     norm_placement: Placement = Field("pre", description="pre: x + F(N(x)); post: N(x + F(x)).")
+    parallel_residual: ParallelResidual = Field(
+        "off", description="off: attention then FFN, each with its own residual add; one_norm: "
+        "x + attn(N(x)) + ffn(N(x)), one shared norm (GPT-J, Phi-2, Falcon-7B); two_norms: "
+        "x + attn(N1(x)) + ffn(N2(x)) (GPT-NeoX, Falcon new_decoder_architecture). Needs "
+        "norm_placement: pre.")
     norm_eps: float = Field(1e-5, gt=0, description="Norm epsilon.")
-    final_norm: bool | None = Field(None, description="Norm after each stack; default: pre -> true.")
+    final_norm: bool | None = Field(
+        None, description="Norm after each stack; default: true but for post (and norm: none).")
     positions: Positions = Field("learned", description="Position scheme.")
     rope_theta: float = Field(10000.0, gt=0, description="RoPE base.")
     rope_scaling: RopeScaling | None = Field(
@@ -89,6 +96,8 @@ class Spec(BaseModel):
     # embeddings and heads
     tie_embeddings: bool = Field(True, description="Output head shares the token embedding.")
     lm_head: bool = Field(True, description="Has an output projection to vocab logits.")
+    lm_head_bias: bool = Field(
+        False, description="A bias on the untied output head (Phi-2, GPT-J).")
     tied_head_rescale: bool = Field(
         False, description="Scale hidden by d_model^-0.5 before a tied head (T5)."
     )
@@ -115,9 +124,10 @@ class Spec(BaseModel):
         _check_family_fields(self)
         _check_relative(self)
         _check_scales(self)
+        _check_wiring(self)
         _fill(self, "n_kv_heads", self.n_heads)
         _fill(self, "d_head", self.d_model // self.n_heads)
-        _fill(self, "final_norm", self.norm_placement == "pre" and self.norm != "none")
+        _fill(self, "final_norm", self.norm_placement != "post" and self.norm != "none")
         _fill(self, "attention_bias", self.bias)
         _fill(self, "attention_out_bias", self.attention_bias)
         _fill(self, "ffn_bias", self.bias)
@@ -240,6 +250,20 @@ def _check_family_fields(spec: Spec) -> None:
         raise SpecConsistencyError("sliding_window", "only applies to family 'decoder'")
     if spec.tied_head_rescale and not spec.tie_embeddings:
         raise SpecConsistencyError("tied_head_rescale", "needs tie_embeddings: true")
+
+
+def _check_wiring(spec: Spec) -> None:
+    """Residual wiring and the output-head bias: combinations the engine does not define."""
+    if spec.parallel_residual != "off":
+        if spec.norm_placement != "pre":
+            raise SpecConsistencyError("parallel_residual", f"is {spec.parallel_residual!r}, "
+                                       f"which needs norm_placement: pre (got {spec.norm_placement!r})")
+        if spec.family == "encoder-decoder":
+            raise SpecConsistencyError("parallel_residual", "does not apply to family "
+                                       "'encoder-decoder' (its cross-attention is sequential)")
+    if spec.lm_head_bias and (not spec.lm_head or spec.tie_embeddings):
+        raise SpecConsistencyError("lm_head_bias", "needs an untied output head (lm_head: true, "
+                                   "tie_embeddings: false)")
 
 
 def _check_relative(spec: Spec) -> None:

@@ -28,6 +28,10 @@ VARIANTS: dict[str, dict[str, object]] = {
     "t5": {"family": "encoder-decoder", "positions": "relative", "norm": "rmsnorm", "bias": False,
            "attention_scale": 1.0, "tied_head_rescale": True, "activation": "relu",
            "n_encoder_layers": 2, "n_decoder_layers": 3},
+    "parallel_one_norm": {"parallel_residual": "one_norm", "positions": "rope",
+                          "activation": "gelu_tanh", "tie_embeddings": False, "lm_head_bias": True},
+    "parallel_two_norms": {"parallel_residual": "two_norms", "positions": "rope", "n_kv_heads": 2,
+                           "activation": "gelu"},
     "vaswani": {"family": "encoder-decoder", "positions": "sinusoidal", "norm_placement": "post",
                 "activation": "relu", "tie_embeddings": False},
 }

@@ -152,7 +152,10 @@ def test_an_empty_batch_is_bad_input():
 def _expected_block(spec, stack, i, b, t, s_cross=None):
     """CONTRACT.md's table, written out for one block."""
     h, kv, dh, d, f = spec.n_heads, spec.kv_heads, spec.head_dim, spec.d_model, spec.d_ff
-    pre, post = spec.norm_placement == "pre", spec.norm_placement == "post"
+    pre = spec.norm_placement in ("pre", "sandwich")
+    post = spec.norm_placement == "post"
+    after_body = spec.norm_placement in ("sublayer_post", "sandwich")  # x + N(F(.))
+    parallel = spec.parallel_residual != "off"  # one residual_add, after the FFN
     rows = []
 
     def attn(path, s):
@@ -160,20 +163,23 @@ def _expected_block(spec, stack, i, b, t, s_cross=None):
         rows.extend([(path, "q_proj", (b, h, t, dh)), (path, "k_proj", (b, kv, s, dh)),
                      (path, "v_proj", (b, kv, s, dh)), (path, "scores", (b, h, t, s)),
                      (path, "softmax", (b, h, t, s)), (path, "weighted_sum", (b, h, t, dh)),
-                     (path, "out_proj", (b, t, d)), (path, "residual_add", (b, t, d))])
+                     (path, "out_proj", (b, t, d))])
+        rows.extend([(path, "norm", (b, t, d))] if after_body else [])
+        rows.extend([] if parallel else [(path, "residual_add", (b, t, d))])
         rows.extend([(path, "norm", (b, t, d))] if post else [])
 
     attn(f"{stack}.{i}.attn", t)
     if s_cross is not None:
         attn(f"{stack}.{i}.cross_attn", s_cross)
     p = f"{stack}.{i}.ffn"
-    rows.extend([(p, "norm", (b, t, d))] if pre else [])
+    rows.extend([(p, "norm", (b, t, d))] if pre and spec.parallel_residual != "one_norm" else [])
     if spec.n_experts:
         rows.extend([(p, "router", (b, t, spec.n_experts)), (p, "experts", (b, t, d))])
     else:
         rows.append((p, "ffn_up", (b, t, f)))
         rows.extend([(p, "ffn_gate", (b, t, f))] if spec.gated else [])
         rows.extend([(p, "activation", (b, t, f)), (p, "ffn_down", (b, t, d))])
+    rows.extend([(p, "norm", (b, t, d))] if after_body else [])
     rows.append((p, "residual_add", (b, t, d)))
     rows.extend([(p, "norm", (b, t, d))] if post else [])
     return rows

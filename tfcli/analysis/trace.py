@@ -139,6 +139,8 @@ def convention_text(spec: Spec, dtype: str) -> str:
     moe = f" MoE experts: only the {k} routed experts per token." if spec.n_experts else ""
     qk = (" q/k norms (qk_norm): the norm figure per element of q and of k."
           if spec.qk_norm != "none" else "")
+    parallel = (" Parallel residual: one residual_add row per block, after the FFN, 2 FLOPs per "
+                "element (x + attn + ffn)." if spec.parallel_residual != "off" else "")
     window = (f" Nor are keys outside the {spec.sliding_window:,}-token sliding window "
               "subtracted." if spec.sliding_window else "")
     return (
@@ -147,7 +149,7 @@ def convention_text(spec: Spec, dtype: str) -> str:
         f"Elementwise, per output element: residual/position/token-type/bias add {ADD_FLOPS}, "
         f"norm {NORM_FLOPS}, softmax {SOFTMAX_FLOPS}, activation {ACTIVATION_FLOPS} (+1 for a "
         "gated product). Not counted: embedding lookups, score scaling, masks, RoPE rotation, "
-        f"relative-bias add, routing top-k, tied-head rescale.{moe}{qk} Per token: total / "
+        f"relative-bias add, routing top-k, tied-head rescale.{moe}{qk}{parallel} Per token: total / "
         f"({per_token}). Activation bytes: output elements x {DTYPE_BYTES[dtype]:g} bytes "
         f"({dtype}), summed over ops (not peak memory). A stack of more than "
         f"{MAX_LISTED_BLOCKS} blocks lists block 0, then blocks 1..L-1 as one row named for its stack and range (e.g. 'decoder.1-79') "
@@ -279,15 +281,22 @@ class _Tracer:
         self.add(path, "softmax", [scores], scores, NOTHING, SOFTMAX_FLOPS * math.prod(scores))
         self.add(path, "weighted_sum", [scores, kv], q, NOTHING, pair_flops)
         project("out_proj", "o", q, x, B * T, H * dh, d)  # heads merged: (B, T, H*dh) @ wo
-        self.residual(path, norm, layers, T)
+        if s.parallel_residual == "off":  # parallel: one residual add, after the FFN
+            self.residual(path, norm, layers, T)
 
     def ffn(self, path: str, w: str, layers: int, length: int) -> None:
-        self.norm(path, f"{w}.ffn_norm", layers, length, "pre")
+        parallel = self.spec.parallel_residual
+        if parallel != "one_norm":  # one_norm: the FFN reads the attention's norm output
+            self.norm(path, f"{w}.ffn_norm", layers, length, "pre")
         if self.spec.n_experts:
             self.moe(path, f"{w}.ffn", layers, length)
         else:
             self.dense_ffn(path, f"{w}.ffn", layers, length)
-        self.residual(path, f"{w}.ffn_norm", layers, length)
+        if parallel == "off":
+            self.residual(path, f"{w}.ffn_norm", layers, length)
+        else:  # x + attn + ffn: one row, two adds per element
+            x = (self.batch, length, self.spec.d_model)
+            self.add(path, "residual_add", [x, x, x], x, NOTHING, 2 * ADD_FLOPS * math.prod(x))
 
     def dense_ffn(self, path: str, w: str, layers: int, length: int) -> None:
         s, tokens = self.spec, self.batch * length
@@ -317,8 +326,9 @@ class _Tracer:
         x = (B, length, d)
         if s.lm_head:  # a tied head owns nothing: its table belongs to token_embedding
             logits = (B, length, s.vocab_size)
-            flops = _linear_flops(B * length, d, s.vocab_size, False)
-            self.add("head", "logits", [x], logits, self.owned("lm_head"), flops)
+            flops = _linear_flops(B * length, d, s.vocab_size, s.lm_head_bias)
+            owned = self.owned("lm_head", "lm_head_bias") if s.lm_head_bias else self.owned("lm_head")
+            self.add("head", "logits", [x], logits, owned, flops)
         if s.pooler:  # tanh(W h[:, 0] + b): the first token of each sequence only
             pooler = _linear_flops(B, d, d, True) + ACTIVATION_FLOPS * B * d
             self.add("head", "pooler", [x], (B, d), self.owned("pooler_w", "pooler_b"), pooler)

@@ -151,7 +151,9 @@ class Initializer:
         return MoEWeights(router, [self.dense_ffn() for _ in range(s.n_experts)])
 
     def block(self, cross: bool = False) -> BlockWeights:
-        b = BlockWeights(self.norm(), self.attention(), self.norm(), self.ffn())
+        # one_norm parallel blocks feed the FFN from attn_norm's output: no ffn_norm
+        ffn_norm = None if self.spec.parallel_residual == "one_norm" else self.norm()
+        b = BlockWeights(self.norm(), self.attention(), ffn_norm, self.ffn())
         if self.spec.qk_norm != "none":
             q_width, k_width = self.spec.qk_norm_widths
             b.attn.q_norm, b.attn.k_norm = self.norm(q_width), self.norm(k_width)
@@ -181,6 +183,8 @@ class Initializer:
         weights = Weights(token, position, token_type, emb_norm, encoder, decoder, head)
         if s.pooler:
             weights.pooler_w, weights.pooler_b = self.normal(s.d_model, s.d_model), self.zeros(s.d_model)
+        if s.lm_head_bias:
+            weights.lm_head_bias = self.zeros(s.vocab_size)
         return weights
 
 

@@ -71,10 +71,31 @@ def _sublayer(
     return out
 
 
+def _parallel_block(spec: Spec, w: BlockWeights, x: Array, inputs: StackInput,
+                    cache: LayerCache | None, probe: Probe) -> Array:
+    """Parallel residual (GPT-J, NeoX, Falcon): x + attn(N1(x)) + ffn(N2(x)), one residual add;
+    one_norm: N2 is N1's output reused (the block has no ffn_norm). (B, T, d) -> same."""
+    at, at_ffn = probe.at("attn"), probe.at("ffn")
+    has_norm = spec.norm != "none"
+    h = _norm(spec, w.attn_norm, x) if has_norm else x  # (B, T, d)
+    if has_norm:
+        at("norm", h.shape)
+    out = attention(spec, w.attn, h, inputs, cache, at)  # (B, T, d), a fresh array
+    if has_norm and spec.parallel_residual == "two_norms":
+        h = _norm(spec, w.ffn_norm, x)
+        at_ffn("norm", h.shape)
+    out += ffn(spec, w.ffn, h, at_ffn)
+    out += x
+    at_ffn("residual_add", out.shape)
+    return out
+
+
 def block_forward(spec: Spec, w: BlockWeights, x: Array, inputs: StackInput,
                   cache: LayerCache | None = None, probe: Probe = NO_PROBE) -> Array:
     """One Transformer block: self-attention, cross-attention (if any), FFN. (B, T, d) -> same.
     `cache` is this block's layer of the KV cache; `probe` the block's own (`{stack}.{i}`)."""
+    if spec.parallel_residual != "off":
+        return _parallel_block(spec, w, x, inputs, cache, probe)
     at = probe.at("attn")
     x = _sublayer(spec, w.attn_norm, x, lambda h: attention(spec, w.attn, h, inputs, cache, at),
                   at)
@@ -150,7 +171,10 @@ def embed(spec: Spec, weights: Weights, tokens: Array, positions: Array,
 def output_logits(spec: Spec, weights: Weights, hidden: Array) -> Array:
     """Vocabulary logits: (B, T, d) -> (B, T, V), tied (token_embedding^T, no copy) or not."""
     if weights.lm_head is not None:
-        return linear(hidden, weights.lm_head)  # (B, T, d) @ (d, V)
+        logits = linear(hidden, weights.lm_head)  # (B, T, d) @ (d, V)
+        if weights.lm_head_bias is not None:
+            logits += weights.lm_head_bias  # (V,)
+        return logits
     if spec.tied_head_rescale:
         hidden = hidden * spec.d_model**-0.5  # T5: rescale before the tied head
     return linear(hidden, weights.token_embedding.T)  # (B, T, d) @ (d, V), a transposed view

@@ -80,6 +80,7 @@ class Weights:
     lm_head: Array | None  # (d_model, vocab_size); None when tied or headless
     pooler_w: Array | None = None  # (d_model, d_model)
     pooler_b: Array | None = None  # (d_model,)
+    lm_head_bias: Array | None = None  # (vocab_size,), spec.lm_head_bias only
 
     @property
     def stacks(self) -> list[StackWeights]:
