@@ -21,6 +21,7 @@ Placement = Literal["pre", "post"]
 ParallelResidual = Literal["off", "one_norm", "two_norms"]
 Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
 QKNorm = Literal["none", "per_head", "full"]
+RopePairing = Literal["half", "interleaved"]
 
 GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "geglu_tanh"})
 PositiveInt = Field(gt=0)
@@ -70,6 +71,13 @@ class Spec(BaseModel):
     rope_theta: float = Field(10000.0, gt=0, description="RoPE base.")
     rope_scaling: RopeScaling | None = Field(
         None, description="RoPE frequency scaling for long contexts (Llama 3.1, YaRN); none = plain.")
+    rotary_dim: int | None = Field(
+        None, gt=0, description="RoPE on the first rotary_dim dimensions of each head, the rest "
+        "passed through unrotated (GPT-NeoX rotary_pct, Phi partial_rotary_factor, GPT-J "
+        "rotary_dim); even, at most d_head; default d_head. Needs positions: rope.")
+    rope_pairing: RopePairing = Field(
+        "half", description="Which dimensions RoPE rotates together: half = i with i + r/2 "
+        "(rotate_half: Llama, GPT-NeoX); interleaved = 2i with 2i + 1 (GPT-J). Needs rope.")
     relative_buckets: int = Field(32, gt=0, description="T5 relative-position buckets.")
     relative_max_distance: int = Field(128, gt=0, description="T5 relative max distance.")
     bias: bool = Field(True, description="Biases on attention and FFN projections.")
@@ -136,10 +144,10 @@ class Spec(BaseModel):
         _fill(self, "n_decoder_layers", stack_layers)
         if self.rope_scaling is not None and self.positions != "rope":
             raise SpecConsistencyError("rope_scaling", "needs positions: rope")
+        _check_rotary(self)
+        _fill(self, "rotary_dim", self.head_dim if self.positions == "rope" else None)
         if self.rope_scaling is not None:
-            check_rope_width(self.rope_scaling, self.head_dim)
-        if self.positions == "rope" and self.head_dim % 2:
-            raise SpecConsistencyError("d_head", f"RoPE needs an even d_head, got {self.head_dim}")
+            check_rope_width(self.rope_scaling, self.rotary_width)
         if self.final_norm and self.norm == "none":
             raise SpecConsistencyError("final_norm", "is true but norm is 'none'")
         if self.qk_norm != "none" and self.norm == "none":
@@ -154,6 +162,11 @@ class Spec(BaseModel):
     @property
     def kv_heads(self) -> int:
         return self.n_kv_heads or self.n_heads
+
+    @property
+    def rotary_width(self) -> int:
+        """Dimensions of each head that RoPE rotates: rotary_dim, else all of d_head."""
+        return self.rotary_dim or self.head_dim
 
     @property
     def qk_norm_widths(self) -> tuple[int, int]:
@@ -264,6 +277,25 @@ def _check_wiring(spec: Spec) -> None:
     if spec.lm_head_bias and (not spec.lm_head or spec.tie_embeddings):
         raise SpecConsistencyError("lm_head_bias", "needs an untied output head (lm_head: true, "
                                    "tie_embeddings: false)")
+
+
+def _check_rotary(spec: Spec) -> None:
+    """Partial rotary and the pairing convention act on RoPE alone; the rotated width pairs
+    dimensions, so it is even, and lies within a head (d_head itself when rotary_dim is unset)."""
+    for field, changed in (("rotary_dim", spec.rotary_dim is not None),
+                           ("rope_pairing", spec.rope_pairing != "half")):
+        if changed and spec.positions != "rope":
+            raise SpecConsistencyError(field, f"needs positions: rope (got {spec.positions!r})")
+    if spec.positions != "rope":
+        return
+    if spec.rotary_dim is None and spec.head_dim % 2:
+        raise SpecConsistencyError("d_head", f"RoPE needs an even d_head, got {spec.head_dim}")
+    if spec.rotary_dim is not None and spec.rotary_dim % 2:
+        raise SpecConsistencyError("rotary_dim", f"must be even (got {spec.rotary_dim}): RoPE "
+                                   "rotates dimensions in pairs")
+    if spec.rotary_dim is not None and spec.rotary_dim > spec.head_dim:
+        raise SpecConsistencyError("rotary_dim", f"{spec.rotary_dim} exceeds d_head "
+                                   f"{spec.head_dim}")
 
 
 def _check_relative(spec: Spec) -> None:

@@ -148,13 +148,26 @@ def convention_text(spec: Spec, dtype: str) -> str:
         f"and weighted sum (PV) counted for every query-key pair: causal masking is NOT halved.{window} "
         f"Elementwise, per output element: residual/position/token-type/bias add {ADD_FLOPS}, "
         f"norm {NORM_FLOPS}, softmax {SOFTMAX_FLOPS}, activation {ACTIVATION_FLOPS} (+1 for a "
-        "gated product). Not counted: embedding lookups, score scaling, masks, RoPE rotation, "
+        f"gated product). Not counted: embedding lookups, score scaling, masks, RoPE rotation"
+        f"{_rotary_note(spec)}, "
         f"relative-bias add, routing top-k, tied-head rescale.{moe}{qk}{parallel} Per token: total / "
         f"({per_token}). Activation bytes: output elements x {DTYPE_BYTES[dtype]:g} bytes "
         f"({dtype}), summed over ops (not peak memory). A stack of more than "
         f"{MAX_LISTED_BLOCKS} blocks lists block 0, then blocks 1..L-1 as one row named for its stack and range (e.g. 'decoder.1-79') "
         "(identical blocks), their figures summed."
     )
+
+
+def _rotary_note(spec: Spec) -> str:
+    """Which dimensions RoPE rotates, when not the default (every dim, rotate-half pairs): like
+    all of RoPE, partial rotary adds no row and no FLOPs (the other dims pass unchanged)."""
+    partial = spec.rotary_width < spec.head_dim
+    if spec.positions != "rope" or (not partial and spec.rope_pairing == "half"):
+        return ""
+    if not partial:
+        return f" ({spec.rope_pairing} pairs)"
+    return (f" (partial rotary: the first {spec.rotary_width} of each head's {spec.head_dim} "
+            f"dims, {spec.rope_pairing} pairs)")
 
 
 # --- the trace builder --------------------------------------------------------------------------

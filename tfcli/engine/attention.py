@@ -184,9 +184,10 @@ def attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
     """
     q, k, v = _self_qkv(spec, w, x)  # (B, H, T, dh), (B, Hkv, T, dh) x2
     if spec.positions == "rope":
-        cos, sin = rope_tables(inputs.positions, spec.head_dim, spec.rope_theta, x.dtype,
-                               spec.rope_scaling)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        interleaved = spec.rope_pairing == "interleaved"
+        cos, sin = rope_tables(inputs.positions, spec.rotary_width, spec.rope_theta, x.dtype,
+                               spec.rope_scaling, interleaved)  # (B, 1, T, rotary_dim) each
+        q, k = apply_rope(q, cos, sin, interleaved), apply_rope(k, cos, sin, interleaved)
     offset = 0
     if cache is not None:
         offset = inputs.start

@@ -34,13 +34,15 @@ def sinusoidal(positions: Array, d_model: int, dtype: np.dtype) -> Array:
 
 def rope_tables(
     positions: Array, d_head: int, theta: float, dtype: np.dtype,
-    scaling: RopeScaling | None = None,
+    scaling: RopeScaling | None = None, interleaved: bool = False,
 ) -> tuple[Array, Array]:
-    """cos and sin for RoPE (Su et al. 2021) in the HF LLaMA layout: (B, 1, T, d_head) each.
+    """cos and sin for RoPE (Su et al. 2021) over the d_head rotated dims: (B, 1, T, d_head) each.
 
-    inv_freq_i = theta^(-2i/d) for i < d/2 (stretched by `scaling` when set), and the angle
-    table is repeated twice along the last axis, pairing dimension i with i + d/2 (the
-    `rotate_half` convention). A scaling's attention factor multiplies both cos and sin.
+    inv_freq_i = theta^(-2i/d) for i < d/2 (stretched by `scaling` when set). Pass the rotary
+    width as d_head for partial rotary (transformers builds every table over it). The angle of
+    pair i sits at dimensions i and i + d/2 (the `rotate_half` layout of HF LLaMA / GPT-NeoX),
+    or at 2i and 2i + 1 when `interleaved` (GPT-J). A scaling's attention factor multiplies
+    both cos and sin.
     """
     inv_freq = theta ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # (d/2,)
     factor = 1.0
@@ -48,7 +50,10 @@ def rope_tables(
         seq_len = int(positions.max()) + 1 if positions.size else 0  # as transformers: one for all
         inv_freq, factor = ROPE_SCALINGS[scaling.type](inv_freq, scaling, theta, seq_len)
     angles = positions[..., None].astype(np.float64) * inv_freq  # (B, T, d/2)
-    angles = np.concatenate([angles, angles], axis=-1)[:, None]  # (B, 1, T, d)
+    if interleaved:
+        angles = np.repeat(angles, 2, axis=-1)[:, None]  # (B, 1, T, d): a0 a0 a1 a1 ...
+    else:
+        angles = np.concatenate([angles, angles], axis=-1)[:, None]  # (B, 1, T, d)
     cos, sin = np.cos(angles), np.sin(angles)
     if factor != 1.0:
         cos, sin = cos * factor, sin * factor
@@ -139,10 +144,21 @@ ROPE_SCALINGS = {"linear": rope_linear, "llama3": rope_llama3, "yarn": rope_yarn
                  "dynamic": rope_dynamic, "longrope": rope_longrope}
 
 
-def apply_rope(x: Array, cos: Array, sin: Array) -> Array:
-    """x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1]: (B, H, T, dh) -> same."""
-    half = x.shape[-1] // 2
-    out = x * cos  # (B, H, T, dh)
+def apply_rope(x: Array, cos: Array, sin: Array, interleaved: bool = False) -> Array:
+    """x * cos + rotate(x) * sin on the first r = cos.shape[-1] dims of each head, the rest
+    passed through (partial rotary): (B, H, T, dh) -> same. rotate_half(x) = [-x2, x1] pairs
+    dim i with i + r/2; interleaved (GPT-J's rotate_every_two) pairs 2i with 2i + 1."""
+    rotary = cos.shape[-1]
+    if rotary < x.shape[-1]:  # only partial rotary pays for the copy of the passed-through dims
+        out = x.copy()  # (B, H, T, dh)
+        out[..., :rotary] = apply_rope(x[..., :rotary], cos, sin, interleaved)
+        return out
+    out = x * cos  # (B, H, T, r)
+    if interleaved:
+        out[..., 0::2] -= x[..., 1::2] * sin[..., 0::2]
+        out[..., 1::2] += x[..., 0::2] * sin[..., 1::2]
+        return out
+    half = rotary // 2
     out[..., :half] -= x[..., half:] * sin[..., :half]
     out[..., half:] += x[..., :half] * sin[..., half:]
     return out
