@@ -117,15 +117,21 @@ def _stack(spec: Spec, stack: str, n_layers: int, cross: bool) -> list[Component
         rel = (spec.relative_buckets, spec.n_heads)
         out.append(Component(f"{stack}.relative_bias", POSITION, rel, note="shared by all blocks",
                              path=f"{stack}.relative_bias"))
-    out += _norm(spec, f"{block}.attn_norm", f"{path}.attn_norm", repeat=n_layers)
+    inputs_normed = spec.norm_placement != "sublayer_post"  # it norms sublayer outputs only
+    if inputs_normed:
+        out += _norm(spec, f"{block}.attn_norm", f"{path}.attn_norm", repeat=n_layers)
     out += _attention(spec, f"{block}.attn", f"{path}.attn", n_layers)
     out += _qk_norms(spec, f"{block}.attn", f"{path}.attn", n_layers)
+    if spec.post_sublayer_norms:
+        out += _norm(spec, f"{block}.attn_post_norm", f"{path}.attn_post_norm", repeat=n_layers)
     if cross:
         out += _norm(spec, f"{block}.cross_norm", f"{path}.cross_norm", repeat=n_layers)
         out += _attention(spec, f"{block}.cross_attn", f"{path}.cross_attn", n_layers)
-    if spec.parallel_residual != "one_norm":  # one_norm: the FFN reads attn_norm's output
+    if inputs_normed and spec.parallel_residual != "one_norm":  # one_norm: attn_norm's output
         out += _norm(spec, f"{block}.ffn_norm", f"{path}.ffn_norm", repeat=n_layers)
     out += _ffn(spec, block, path, n_layers)
+    if spec.post_sublayer_norms:
+        out += _norm(spec, f"{block}.ffn_post_norm", f"{path}.ffn_post_norm", repeat=n_layers)
     if spec.final_norm:
         out += _norm(spec, f"{stack}.final_norm", f"{stack}.final_norm")
     return out

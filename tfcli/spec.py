@@ -17,7 +17,7 @@ from tfcli.spec_rope import RopeScaling, check_rope_width
 Family = Literal["decoder", "encoder", "encoder-decoder"]
 Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh"]
 NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "none"]
-Placement = Literal["pre", "post"]
+Placement = Literal["pre", "post", "sublayer_post", "sandwich"]
 ParallelResidual = Literal["off", "one_norm", "two_norms"]
 Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
 QKNorm = Literal["none", "per_head", "full"]
@@ -58,7 +58,9 @@ class Spec(BaseModel):
     # block recipe
     activation: Activation = Field("gelu", description="FFN activation; gated ones use 3 matrices.")
     norm: NormKind = Field("layernorm", description="Normalisation layer.")
-    norm_placement: Placement = Field("pre", description="pre: x + F(N(x)); post: N(x + F(x)).")
+    norm_placement: Placement = Field(
+        "pre", description="pre: x + F(N(x)); post: N(x + F(x)); sublayer_post: x + N(F(x)) "
+        "(OLMo 2); sandwich: x + N2(F(N1(x))) (Gemma 2/3).")
     parallel_residual: ParallelResidual = Field(
         "off", description="off: attention then FFN, each with its own residual add; one_norm: "
         "x + attn(N(x)) + ffn(N(x)), one shared norm (GPT-J, Phi-2, Falcon-7B); two_norms: "
@@ -177,6 +179,11 @@ class Spec(BaseModel):
         return self.head_dim, self.head_dim
 
     @property
+    def post_sublayer_norms(self) -> bool:
+        """Blocks carry attn_post_norm / ffn_post_norm (norm_placement sublayer_post, sandwich)."""
+        return self.norm != "none" and self.norm_placement in ("sublayer_post", "sandwich")
+
+    @property
     def gated(self) -> bool:
         return self.activation in GATED_ACTIVATIONS
 
@@ -274,6 +281,14 @@ def _check_wiring(spec: Spec) -> None:
         if spec.family == "encoder-decoder":
             raise SpecConsistencyError("parallel_residual", "does not apply to family "
                                        "'encoder-decoder' (its cross-attention is sequential)")
+    if spec.norm_placement in ("sublayer_post", "sandwich"):
+        if spec.norm == "none":
+            raise SpecConsistencyError("norm_placement", f"is {spec.norm_placement!r}, which "
+                                       "needs a norm (norm is 'none')")
+        if spec.family == "encoder-decoder":
+            raise SpecConsistencyError("norm_placement", f"{spec.norm_placement!r} does not "
+                                       "apply to family 'encoder-decoder' (cross-attention "
+                                       "has no post norm)")
     if spec.lm_head_bias and (not spec.lm_head or spec.tie_embeddings):
         raise SpecConsistencyError("lm_head_bias", "needs an untied output head (lm_head: true, "
                                    "tie_embeddings: false)")

@@ -32,6 +32,10 @@ VARIANTS: dict[str, dict[str, object]] = {
                           "activation": "gelu_tanh", "tie_embeddings": False, "lm_head_bias": True},
     "parallel_two_norms": {"parallel_residual": "two_norms", "positions": "rope", "n_kv_heads": 2,
                            "activation": "gelu"},
+    "sublayer_post": {"norm_placement": "sublayer_post", "norm": "rmsnorm", "positions": "rope",
+                      "activation": "swiglu", "bias": False},
+    "sandwich": {"norm_placement": "sandwich", "norm": "rmsnorm", "positions": "rope",
+                 "activation": "geglu_tanh", "bias": False, "n_kv_heads": 2},
     "vaswani": {"family": "encoder-decoder", "positions": "sinusoidal", "norm_placement": "post",
                 "activation": "relu", "tie_embeddings": False},
 }

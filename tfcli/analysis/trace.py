@@ -170,6 +170,11 @@ def _rotary_note(spec: Spec) -> str:
             f"dims, {spec.rope_pairing} pairs)")
 
 
+# norm_placement values that put a norm row at each place in a sublayer (see _Tracer.norm)
+_PLACEMENTS = {"pre": ("pre", "sandwich"), "body": ("sublayer_post", "sandwich"),
+               "post": ("post",)}
+
+
 # --- the trace builder --------------------------------------------------------------------------
 
 
@@ -255,8 +260,10 @@ class _Tracer:
         self.ffn(f"{stack}.{i}.ffn", w, layers, length)
 
     def norm(self, path: str, prefix: str, layers: int, length: int, placement: str) -> None:
+        """A norm row where the spec's norm_placement puts one: before the sublayer ("pre"),
+        on its output inside the residual ("body") or after the residual add ("post")."""
         s = self.spec
-        if s.norm_placement == placement and s.norm != "none":
+        if s.norm_placement in _PLACEMENTS[placement] and s.norm != "none":
             x = (self.batch, length, s.d_model)
             self.add(path, "norm", [x], x, self.owned(prefix, blocks=layers),
                      NORM_FLOPS * math.prod(x))
@@ -294,6 +301,7 @@ class _Tracer:
         self.add(path, "softmax", [scores], scores, NOTHING, SOFTMAX_FLOPS * math.prod(scores))
         self.add(path, "weighted_sum", [scores, kv], q, NOTHING, pair_flops)
         project("out_proj", "o", q, x, B * T, H * dh, d)  # heads merged: (B, T, H*dh) @ wo
+        self.norm(path, f"{w}_post_norm", layers, T, "body")  # attn_post_norm
         if s.parallel_residual == "off":  # parallel: one residual add, after the FFN
             self.residual(path, norm, layers, T)
 
@@ -305,6 +313,7 @@ class _Tracer:
             self.moe(path, f"{w}.ffn", layers, length)
         else:
             self.dense_ffn(path, f"{w}.ffn", layers, length)
+        self.norm(path, f"{w}.ffn_post_norm", layers, length, "body")
         if parallel == "off":
             self.residual(path, f"{w}.ffn_norm", layers, length)
         else:  # x + attn + ffn: one row, two adds per element

@@ -151,9 +151,15 @@ class Initializer:
         return MoEWeights(router, [self.dense_ffn() for _ in range(s.n_experts)])
 
     def block(self, cross: bool = False) -> BlockWeights:
-        # one_norm parallel blocks feed the FFN from attn_norm's output: no ffn_norm
-        ffn_norm = None if self.spec.parallel_residual == "one_norm" else self.norm()
-        b = BlockWeights(self.norm(), self.attention(), ffn_norm, self.ffn())
+        s = self.spec
+        # sublayer_post has norms on the sublayers' outputs only; a one_norm parallel block
+        # feeds the FFN from attn_norm's output
+        attn_norm = None if s.norm_placement == "sublayer_post" else self.norm()
+        ffn_norm = (None if s.norm_placement == "sublayer_post" or s.parallel_residual == "one_norm"
+                    else self.norm())
+        b = BlockWeights(attn_norm, self.attention(), ffn_norm, self.ffn())
+        if s.post_sublayer_norms:
+            b.attn_post_norm, b.ffn_post_norm = self.norm(), self.norm()
         if self.spec.qk_norm != "none":
             q_width, k_width = self.spec.qk_norm_widths
             b.attn.q_norm, b.attn.k_norm = self.norm(q_width), self.norm(k_width)

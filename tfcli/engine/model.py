@@ -52,20 +52,30 @@ def _norm(spec: Spec, norm: NormWeights | None, x: Array) -> Array:
     return rowwise(lambda rows: apply_norm(spec.norm, norm, rows, spec.norm_eps), x)
 
 
+# norm_placement values with a norm on the sublayer's input / on its output inside the residual
+NORM_BEFORE = ("pre", "sandwich")
+NORM_AFTER_BODY = ("sublayer_post", "sandwich")
+
+
 def _sublayer(
     spec: Spec, norm: NormWeights | None, x: Array, body: Callable[[Array], Array], probe: Probe,
+    post_norm: NormWeights | None = None,
 ) -> Array:
-    """Residual sublayer: pre-norm x + F(N(x)), or post-norm N(x + F(x))."""
-    pre = spec.norm_placement == "pre"
+    """Residual sublayer: pre-norm x + F(N(x)), post-norm N(x + F(x)), sublayer_post
+    x + P(F(x)) (OLMo 2) or sandwich x + P(F(N(x))) (Gemma 2/3), P being `post_norm`."""
+    placement = spec.norm_placement
     has_norm = spec.norm != "none"
     h = x
-    if pre and has_norm:
+    if has_norm and placement in NORM_BEFORE:
         h = _norm(spec, norm, x)
         probe("norm", h.shape)
     out = body(h)  # (B, T, d), a fresh array: the residual is added into it
+    if has_norm and placement in NORM_AFTER_BODY:
+        out = _norm(spec, post_norm, out)  # a fresh array too
+        probe("norm", out.shape)
     out += x
     probe("residual_add", out.shape)
-    if not pre and has_norm:
+    if has_norm and placement == "post":
         out = _norm(spec, norm, out)
         probe("norm", out.shape)
     return out
@@ -98,13 +108,14 @@ def block_forward(spec: Spec, w: BlockWeights, x: Array, inputs: StackInput,
         return _parallel_block(spec, w, x, inputs, cache, probe)
     at = probe.at("attn")
     x = _sublayer(spec, w.attn_norm, x, lambda h: attention(spec, w.attn, h, inputs, cache, at),
-                  at)
+                  at, w.attn_post_norm)
     if w.cross_attn is not None:
         cross = probe.at("cross_attn")
         x = _sublayer(spec, w.cross_norm, x,
                       lambda h: cross_attention(spec, w.cross_attn, h, inputs, cache, cross), cross)
     at_ffn = probe.at("ffn")
-    return _sublayer(spec, w.ffn_norm, x, lambda h: ffn(spec, w.ffn, h, at_ffn), at_ffn)
+    return _sublayer(spec, w.ffn_norm, x, lambda h: ffn(spec, w.ffn, h, at_ffn), at_ffn,
+                     w.ffn_post_norm)
 
 
 # --- a stack of blocks -----------------------------------------------------------------------

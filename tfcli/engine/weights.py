@@ -60,6 +60,9 @@ class BlockWeights:
     ffn: FFNWeights | MoEWeights
     cross_norm: NormWeights | None = None
     cross_attn: AttentionWeights | None = None
+    # norms on each sublayer's output, inside the residual (norm_placement sublayer_post, sandwich)
+    attn_post_norm: NormWeights | None = None
+    ffn_post_norm: NormWeights | None = None
 
 
 @dataclass
