@@ -25,13 +25,16 @@ LM = Architecture(lm_head=True)
 BARE = Architecture(lm_head=False)
 
 
-def _decoder_family(prefix: str, qa_head: str = "qa_outputs") -> dict[str, Architecture]:
-    return {
+def _decoder_family(prefix: str, qa_head: str | None = "qa_outputs") -> dict[str, Architecture]:
+    """The classes of a LLaMA-like family; qa_head None: it has no *ForQuestionAnswering."""
+    classes = {
         f"{prefix}ForCausalLM": LM, f"{prefix}Model": BARE,
         f"{prefix}ForSequenceClassification": Architecture(False, "score"),
         f"{prefix}ForTokenClassification": Architecture(False, "score"),
-        f"{prefix}ForQuestionAnswering": Architecture(False, qa_head),
     }
+    if qa_head is not None:
+        classes[f"{prefix}ForQuestionAnswering"] = Architecture(False, qa_head)
+    return classes
 
 
 # model_type -> class name -> Architecture; the first class is what an empty `architectures` means
@@ -58,6 +61,7 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
     "mixtral": _decoder_family("Mixtral"),
     "qwen2": _decoder_family("Qwen2"),
     "qwen3": _decoder_family("Qwen3"),
+    "phi3": _decoder_family("Phi3", qa_head=None),
     "t5": {
         "T5ForConditionalGeneration": LM, "T5Model": BARE,
         "T5ForQuestionAnswering": Architecture(False, "qa_outputs"),

@@ -47,10 +47,10 @@ def rope_scaling(c: ConfigFields) -> Config | None:
         raise unsupported(c, f"RoPE scaling {shown(kind)} is not supported "
                              f"(supported: {', '.join(sorted(_ROPE_SCALING_KEYS))})")
     source = params if params.has("factor") or not scaling.values else scaling
-    return _rope_scaling_fields(c, source, kind)
+    return rope_scaling_fields(c, source, kind)
 
 
-def _rope_scaling_fields(c: ConfigFields, source: ConfigFields, kind: str) -> Config:
+def rope_scaling_fields(c: ConfigFields, source: ConfigFields, kind: str) -> Config:
     """The fields `kind` reads, from `source` (the rope_parameters or rope_scaling object);
     lengths and factors that transformers derives from max_position_embeddings derived alike."""
     fields: Config = {"type": kind}
