@@ -12,6 +12,7 @@ right length here (the real ones are read by the parity tests' small models).
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,13 @@ CONFIGS: dict[str, tuple[dict[str, object], int | None, str | None]] = {
     "Phi-3.5-mini-instruct": (MINI | {
         "max_position_embeddings": 131072, "rope_scaling": LONGROPE, "sliding_window": 262144,
     }, 3_821_079_552, None),  # the 128k recipe with retrained factor lists
+    "Phi-4-mini-instruct": (MINI | {  # partial rotary: 96 of each 128-wide head; tied head
+        "bos_token_id": 199999, "eos_token_id": 199999, "full_attn_mod": 1,
+        "interpolate_factor": 1, "lm_head_bias": False, "max_position_embeddings": 131072,
+        "mlp_bias": False, "num_attention_heads": 24, "num_key_value_heads": 8,
+        "pad_token_id": 199999, "partial_rotary_factor": 0.75, "rope_scaling": LONGROPE,
+        "sliding_window": 262144, "tie_word_embeddings": True, "vocab_size": 200064,
+    }, None, None),
     "Phi-3-medium-4k-instruct": (MINI | {  # grouped-query: qkv_proj is 5120 + 2 * 1280 wide
         "hidden_size": 5120, "intermediate_size": 17920, "num_attention_heads": 40,
         "num_hidden_layers": 40, "num_key_value_heads": 10,
@@ -52,7 +60,9 @@ CONFIGS: dict[str, tuple[dict[str, object], int | None, str | None]] = {
 
 
 def _hf_total(config: dict[str, object]) -> int:
-    hf_config = transformers.Phi3Config(**{k: v for k, v in config.items() if k != "model_type"})
+    # a deep copy: transformers fills its defaults into the rope dict it is given, in place
+    given = copy.deepcopy({k: v for k, v in config.items() if k != "model_type"})
+    hf_config = transformers.Phi3Config(**given)
     with torch.device("meta"):
         model = getattr(transformers, config["architectures"][0])(hf_config)  # type: ignore[index]
     return model.num_parameters()
@@ -74,6 +84,12 @@ def test_long_context_configs_read_longrope() -> None:
     scaling = spec.rope_scaling
     assert (scaling.type, scaling.factor, scaling.original_max_seq_len) == ("longrope", 32.0, 4096)
     assert scaling.short_factor == [1.0] * 48 and scaling.long_factor == [1.5] * 48
+
+
+def test_partial_rotary_factor_reads_as_rotary_dim() -> None:
+    """Phi-4-mini: int(128 * 0.75) = 96 rotated dimensions, 48 LongRoPE factors for them."""
+    spec = spec_from_config(CONFIGS["Phi-4-mini-instruct"][0], source="x")
+    assert (spec.head_dim, spec.rotary_width, spec.tie_embeddings) == (128, 96, True)
 
 
 def test_import_reproduces_the_bundled_spec() -> None:

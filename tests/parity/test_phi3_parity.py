@@ -2,7 +2,7 @@
 (fused qkv_proj and gate_up_proj cut at the spec's widths), compared logit by logit.
 
 Every variant the family uses is on: grouped-query attention (qkv_proj's q, k, v of unequal
-widths), a sliding window, and in the long-context case LongRoPE with short and long factor
+widths), a sliding window, partial rotary (Phi-4-mini), tied embeddings, and LongRoPE with short and long factor
 lists from an original context of 16, which the 40-token inputs pass (so the long factors and
 the attention factor sqrt(1 + ln(64/16) / ln 16) are what is compared). The inputs are longer
 than every window. Checked: float32 logits (rtol = atol = 1e-4) on a batch with one row
@@ -49,8 +49,9 @@ PROMPTS = [[5, 17, 33, 2, 80, 7, 9, 11, 3, 60, 44, 21, 8, 19, 70, 31, 6, 2],
 
 
 def _mini_4k() -> Phi3Config:
-    """Phi-3-mini-4k's recipe: plain RoPE, a sliding window (2047 of 4096 there)."""
-    return Phi3Config(**SMALL, sliding_window=7)
+    """Phi-3-mini-4k's recipe: plain RoPE, a sliding window (2047 of 4096 there); here also a
+    head width that hidden / heads does not give."""
+    return Phi3Config(**SMALL, head_dim=8, sliding_window=7)
 
 
 def _long() -> Phi3Config:
@@ -59,14 +60,18 @@ def _long() -> Phi3Config:
                       rope_scaling=LONGROPE)
 
 
-def _tied() -> Phi3Config:
-    """Phi-4-mini's tied embeddings, a head width that hidden / heads does not give, MQA."""
-    return Phi3Config(**SMALL | {"num_key_value_heads": 1}, head_dim=8, tie_word_embeddings=True,
-                      sliding_window=9)
+def _phi4_mini() -> Phi3Config:
+    """Phi-4-mini's recipe: tied embeddings, partial rotary (3/4 of each head: 12 of 16
+    dimensions, so 6 LongRoPE factors), LongRoPE; here with one key/value head (MQA)."""
+    rope = {"type": "longrope", "short_factor": LONGROPE["short_factor"][:6],
+            "long_factor": LONGROPE["long_factor"][:6]}
+    return Phi3Config(**SMALL | {"num_key_value_heads": 1}, tie_word_embeddings=True,
+                      partial_rotary_factor=0.75, original_max_position_embeddings=ORIGINAL,
+                      rope_scaling=rope, sliding_window=9)
 
 
 CASES: dict[str, Callable[[], Phi3Config]] = {"mini-4k": _mini_4k, "longrope": _long,
-                                              "tied": _tied}
+                                              "phi4-mini": _phi4_mini}
 
 
 def _build(name: str, path: Path, std: float | None = None) -> PreTrainedModel:
@@ -128,6 +133,8 @@ def test_the_cases_switch_their_variants_on(saved: tuple[PreTrainedModel, Path])
     spec = spec_from_config_dir(saved[1])
     assert spec.kv_heads < spec.n_heads and spec.sliding_window is not None
     assert spec.sliding_window < LENGTH
+    if spec.tie_embeddings:
+        assert spec.rotary_width == 12 < spec.head_dim and spec.kv_heads == 1
     if spec.rope_scaling is not None:
         assert spec.rope_scaling.type == "longrope"
         assert spec.rope_scaling.original_max_seq_len == ORIGINAL < LENGTH
@@ -144,7 +151,8 @@ def test_left_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Pa
 def _rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
     """transformers' Phi-3 RoPE table (plain or LongRoPE) evaluated in float64."""
     config, params = self.config, self.config.rope_parameters
-    dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    dim = int(head_dim * params.get("partial_rotary_factor", 1.0))
     inv_freq = params["rope_theta"] ** -(torch.arange(0, dim, 2, dtype=torch.float64) / dim)
     factor = 1.0
     if params["rope_type"] == "longrope":

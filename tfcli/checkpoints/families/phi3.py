@@ -33,16 +33,18 @@ def _rope_source(c: ConfigFields) -> ConfigFields:
     return scaling if scaling.values else c.section("rope_parameters")
 
 
-def _rope(c: ConfigFields) -> Config:
-    """rope_theta and rope_scaling (LongRoPE or none) of the spec."""
+def _rope(c: ConfigFields, d_head: int) -> Config:
+    """rope_theta, rotary_dim (Phi-4-mini rotates 3/4 of each head) and rope_scaling (LongRoPE
+    or none) of the spec."""
     source = _rope_source(c)
-    partial = source if source.has("partial_rotary_factor") else c
-    if partial.number("partial_rotary_factor", default=1.0) != 1.0:
-        raise unsupported(c, "partial_rotary_factor other than 1.0 is not supported")
-    theta = (source if source.has("rope_theta") else c).number("rope_theta")
+    fields: Config = {"rope_theta": (source if source.has("rope_theta") else c).number("rope_theta")}
+    partial = (source if source.has("partial_rotary_factor") else c).number(
+        "partial_rotary_factor", default=1.0)
+    if partial != 1.0:  # int() as transformers: an odd or too-wide result is the spec's to refuse
+        fields["rotary_dim"] = int(d_head * partial)
     kind = source.optional_text("rope_type") or source.optional_text("type") or "default"
     if kind == "default":
-        return {"rope_theta": theta}
+        return fields
     if kind not in _LONGROPE_NAMES:
         raise unsupported(c, f"RoPE scaling {shown(kind)} is not supported (Phi-3 reads only "
                              "'longrope', also spelled 'su' or 'yarn')")
@@ -50,7 +52,7 @@ def _rope(c: ConfigFields) -> Config:
     original = c.integer("original_max_position_embeddings", minimum=2)
     source = ConfigFields(source.values | {"original_max_position_embeddings": original},
                           source.file, source.prefix)
-    return {"rope_theta": theta, "rope_scaling": rope_scaling_fields(c, source, "longrope")}
+    return fields | {"rope_scaling": rope_scaling_fields(c, source, "longrope")}
 
 
 def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
@@ -62,14 +64,15 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     if act not in ("silu", "swish"):
         raise unsupported(c, f"hidden_act {shown(act)} is not supported (only silu)")
     d_model, n_heads = c.integer("hidden_size"), c.integer("num_attention_heads")
+    d_head = c.optional_integer("head_dim") or d_model // n_heads
     fields: Config = {
         "family": "decoder", "vocab_size": c.integer("vocab_size"),
         "max_seq_len": c.integer("max_position_embeddings"), "d_model": d_model,
         "n_heads": n_heads, "n_kv_heads": c.optional_integer("num_key_value_heads") or n_heads,
-        "d_head": c.optional_integer("head_dim") or d_model // n_heads,
+        "d_head": d_head,
         "n_layers": c.integer("num_hidden_layers"), "d_ff": c.integer("intermediate_size"),
         "activation": "swiglu", "norm": "rmsnorm", "norm_placement": "pre",
-        "norm_eps": c.number("rms_norm_eps"), "positions": "rope", **_rope(c), "bias": False,
+        "norm_eps": c.number("rms_norm_eps"), "positions": "rope", **_rope(c, d_head), "bias": False,
         "tie_embeddings": c.flag("tie_word_embeddings"), "lm_head": arch.lm_head,
     }
     window = c.optional_integer("sliding_window")
