@@ -11,9 +11,9 @@ transformers' float32 islands (RMSNorm, the RoPE table) swapped for float64 form
 tokens equal to `model.generate(do_sample=False)` for each prompt alone and for a left-padded
 batch; `tfcli generate --check-cache`; the decode layout of the loaded weights.
 
-Prompts are longer than the original context: transformers' Phi-3 recomputes its whole cache
-with the long factors when generation crosses that length, a switch tfcli's cache does not make
-(tfcli keeps the keys as rotated; see docs/spec.md, rope_scaling).
+Most prompts are longer than the original context; one starts within it and crosses it while
+generating, where transformers' Phi-3 re-encodes the whole sequence with the long factors, as
+tfcli's generate does (engine.generate.rope_refresh_slot).
 """
 
 from __future__ import annotations
@@ -205,8 +205,21 @@ def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
     assert tfcli_greedy(tmp_path, PROMPTS[:1], NEW_TOKENS, use_cache=False) == expected[:1]
 
 
-def test_check_cache_passes(saved: tuple[PreTrainedModel, Path], invoke) -> None:  # noqa: ANN001
-    result = invoke("generate", str(saved[1]), "--tokens", ",".join(map(str, PROMPTS[1])),
+@pytest.mark.parametrize("name", ["longrope", "phi4-mini"])
+def test_greedy_tokens_match_across_the_original_context(name: str, tmp_path: Path) -> None:
+    """A 10-token prompt and 12 new tokens: the long factors take over at position 16."""
+    _build(name, tmp_path, std=0.2)
+    fresh = Phi3ForCausalLM.from_pretrained(tmp_path, attn_implementation="eager").eval()
+    prompt = PROMPTS[0][:10]
+    expected = hf_greedy(fresh, prompt, NEW_TOKENS)
+    assert tfcli_greedy(tmp_path, [prompt], NEW_TOKENS) == [expected]
+    assert tfcli_greedy(tmp_path, [prompt], NEW_TOKENS, use_cache=False) == [expected]
+
+
+@pytest.mark.parametrize("prompt", [PROMPTS[1], PROMPTS[1][:6]], ids=["past", "crossing"])
+def test_check_cache_passes(saved: tuple[PreTrainedModel, Path], invoke,  # noqa: ANN001
+                            prompt: list[int]) -> None:
+    result = invoke("generate", str(saved[1]), "--tokens", ",".join(map(str, prompt)),
                     "--max-new-tokens", "16", "--check-cache", "-f", "json")
     assert result.exit_code == 0, result.output
     check = json.loads(result.stdout)["check"]

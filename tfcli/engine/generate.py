@@ -202,6 +202,23 @@ def decode_step(spec: Spec, weights: Weights, token: Array, pos: int, cache: KVC
     return _decoder_logits(spec, weights, step, cache, pos, batch)
 
 
+def rope_refresh_slot(spec: Spec, batch: Batch, prompt_len: int, max_len: int) -> int | None:
+    """The decode slot at which a LongRoPE table switches from its short factors to its long
+    ones (the sequence grows past original_max_seq_len), or None. Keys cached before it were
+    rotated with the short factors, which a recomputation of the whole sequence never uses;
+    generate re-encodes the sequence at that slot (as transformers' Phi-3 generate does), so
+    the cache keeps equal to recomputation."""
+    scaling = spec.rope_scaling
+    if scaling is None or scaling.type != "longrope" or spec.positions != "rope":
+        return None
+    top = np.arange(max_len) if batch.positions is None else batch.positions.max(axis=0)  # (max_len,)
+    original = scaling.original_max_seq_len or 0
+    if top[prompt_len - 1] >= original:  # the prompt already runs on the long factors
+        return None
+    later = np.flatnonzero(top >= original)  # slots whose position needs the long factors
+    return int(later[0]) if later.size else None
+
+
 def _uncached_logits(spec: Spec, weights: Weights, sequence: Array, batch: Batch) -> Array:
     """The whole prefix (B, L) recomputed from scratch; logits (B, V) of its last slot."""
     with blas_threads(1):
@@ -257,12 +274,15 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], request: Generati
     held = np.zeros(len(rows), dtype=np.int64)  # (B,) last tokens, repeated once finished
     watch = CoreWatch(WORKERS) if use_cache and max_new_tokens > 1 and WORKERS > 1 else None
     threads = 1
+    refresh = rope_refresh_slot(spec, batch, prompt.shape[1], max_len) if use_cache else None
     for step in range(max_new_tokens):
         slot = prompt.shape[1] + step - 1  # slot of the newest token
         if cache is None:
             logits = _uncached_logits(spec, weights, sequence, batch)
         elif step == 0:
             logits = prefill(spec, weights, prompt, cache, batch)
+        elif slot == refresh:  # LongRoPE's long factors from here: every key rotated anew
+            logits = prefill(spec, weights, sequence, cache, batch)
         else:
             threads = _decode_threads(watch, threads, first=step == 1)
             with blas_threads(threads):
@@ -276,5 +296,5 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], request: Generati
                              cache.nbytes if cache is not None else 0)
         if finished.all():
             return
-        if cache is None:
+        if cache is None or refresh is not None:
             sequence = np.concatenate([sequence, tokens[:, None]], axis=1)  # (B, L + step + 1)
