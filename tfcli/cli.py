@@ -110,11 +110,14 @@ def params_cmd(
     Example: tfcli params llama-3-8b --context 8192 --batch 4 --kv-dtype bfloat16
     """
     from tfcli.analysis.params_report import build_params_report
+    from tfcli.analysis.stored import stored_for
     from tfcli.dtypes import KV_DTYPES, check_dtype
     from tfcli.render.params import render_params
 
     check_dtype("--kv-dtype", kv_dtype, KV_DTYPES)
-    report = build_params_report(_load(spec), context=context, batch=batch, kv_dtype=kv_dtype)
+    loaded = _load(spec)
+    report = build_params_report(loaded, context=context, batch=batch, kv_dtype=kv_dtype,
+                                 stored=stored_for(spec, loaded))
     emit(report, fmt, lambda: render_params(report))
 
 
@@ -164,15 +167,24 @@ def schema_cmd() -> None:
 
 @command("import-config")
 def import_config_cmd(
-    directory: Annotated[str, typer.Argument(help="Hugging Face model directory with config.json.")],
+    directory: Annotated[str, typer.Argument(
+        help="Hugging Face model directory with config.json, or a GGUF file.")],
 ) -> None:
-    """Turn a Hugging Face config.json into a tfcli spec (YAML on stdout).
+    """Turn a Hugging Face config.json (or a GGUF file's metadata) into a tfcli spec (YAML on
+    stdout).
 
     Example: tfcli import-config ./my-llama > my-llama.yaml
     """
     from tfcli.checkpoints import spec_from_config_dir, spec_to_yaml
+    from tfcli.checkpoints.gguf_file import is_gguf
 
-    emit_text(spec_to_yaml(spec_from_config_dir(directory), source=directory))
+    if is_gguf(directory):
+        from tfcli.checkpoints.gguf_spec import spec_from_gguf_file
+
+        spec = spec_from_gguf_file(directory)
+    else:
+        spec = spec_from_config_dir(directory)
+    emit_text(spec_to_yaml(spec, source=directory))
 
 
 @command("run")

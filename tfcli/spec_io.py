@@ -81,6 +81,13 @@ def is_model_dir(path: str | os.PathLike[str]) -> bool:
         return False
 
 
+def _is_gguf(path: Path) -> bool:
+    """A GGUF checkpoint (llama.cpp's format), known by its magic, not its name."""
+    from tfcli.checkpoints.gguf_file import is_gguf
+
+    return is_gguf(path)
+
+
 def load_spec(arg: str) -> Spec:
     """Load a spec from a path, a bundled name, or a Hugging Face model directory."""
     path = resolve_spec_path(arg)
@@ -92,6 +99,10 @@ def load_spec(arg: str) -> Spec:
         return spec_from_config_dir(path)
     if path.is_dir():
         raise SpecError(arg, [Problem("", "is a directory without config.json, not a spec file")])
+    if _is_gguf(path):
+        from tfcli.checkpoints.gguf_spec import spec_from_gguf_file  # GGUF files only
+
+        return spec_from_gguf_file(str(path))
     return parse_spec_text(_read_text(path), source=str(path))
 
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from tfcli.errors import BadInputError
 from tfcli.intlist import parse_int_list
@@ -101,6 +101,17 @@ class HFTokenizer:
         except Exception as exc:  # `tokenizers` raises bare Exception for bad JSON or UTF-8
             raise BadInputError(f"{path}: cannot be loaded as a tokenizer "
                                 f"({clip(str(exc), 120)})") from None
+        self._adopt()
+
+    @classmethod
+    def built(cls, tokenizer: Any, name: str) -> HFTokenizer:
+        """A tokenizer built in memory (from a GGUF file's metadata), wrapped the same way."""
+        self = cls.__new__(cls)
+        self.name, self._tok = name, tokenizer
+        self._adopt()
+        return self
+
+    def _adopt(self) -> None:
         truncation = self._tok.truncation
         self.max_length: int | None = truncation["max_length"] if truncation else None
         # all-MiniLM-L6-v2's tokenizer.json pads every text to 128 (122 [PAD]s for four words)
@@ -124,14 +135,23 @@ class HFTokenizer:
     def decode(self, ids: list[int]) -> str:
         """`tokenizers` drops ids it lacks without a word; those show as <id> instead."""
         if all(self.covers(i) for i in ids):
-            return str(self._tok.decode(ids))  # one call: the decoder joins the whole sequence
-        return _decode_runs(ids, self.covers, lambda run: str(self._tok.decode(run)))
+            # one call: the decoder joins the whole sequence; special tokens stay visible
+            # (<|im_end|>, [SEP]), as transformers' decode(skip_special_tokens=False) shows them
+            return str(self._tok.decode(ids, skip_special_tokens=False))
+        return _decode_runs(ids, self.covers,
+                            lambda run: str(self._tok.decode(run, skip_special_tokens=False)))
 
     def covers(self, token: int) -> bool:
         return token >= 0 and self._tok.id_to_token(token) is not None
 
     def token_text(self, token: int) -> str:
         return self._tok.id_to_token(token) or f"<{token}>"
+
+def _is_gguf(path: str) -> bool:
+    from tfcli.checkpoints.gguf_file import is_gguf
+
+    return is_gguf(path)
+
 
 def _tokenizers_installed() -> bool:
     try:
@@ -146,6 +166,14 @@ def get_tokenizer(vocab_size: int, weights_dir: str | None = None,
     """The checkpoint's tokenizer.json when there is one, else UTF-8 bytes (which needs
     vocab_size >= 256). `option` names the text's option in errors. A tokenizer.json without
     the `tokenizers` package is refused: bytes would give wrong ids for every real model."""
+    if weights_dir is not None and _is_gguf(weights_dir):
+        if not _tokenizers_installed():
+            raise BadInputError(f"{option}: {weights_dir} needs the `tokenizers` package to turn "
+                                f"text into this model's ids; install it with: {HF_EXTRA} "
+                                "(or pass --tokens)")
+        from tfcli.checkpoints.gguf_tokenizer import gguf_tokenizer
+
+        return HFTokenizer.built(gguf_tokenizer(weights_dir), weights_dir)
     if weights_dir is not None:
         path = Path(weights_dir) / "tokenizer.json"
         if os.path.lexists(path):  # a FIFO or folder of that name is refused, not skipped for bytes

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tfcli.checkpoints.gguf_file import is_gguf
 from tfcli.analysis.memory import MemoryEstimate, check_fits, weights_estimate
 from tfcli.dtypes import ENGINE_DTYPES, check_dtype
 from tfcli.engine.init import init_weights
@@ -23,7 +24,7 @@ class Model:
     weights: Weights
     dtype: str
     origin: str  # "random weights (seed 0)" or the checkpoint directory
-    weights_dir: str | None  # where a tokenizer.json may live
+    weights_dir: str | None  # where a tokenizer.json may live (or the GGUF file holding one)
 
 
 def numpy_dtype(name: str) -> type:
@@ -55,6 +56,11 @@ def load_model(spec_arg: str, *, weights_dir: str | None = None, layers: int | N
     if layers is not None:
         spec = spec.with_layers(layers)
     check_fits((estimate or weights_estimate)(spec, np_dtype))
+    if checkpoint is None and weights_dir is None and is_gguf(spec_arg):
+        from tfcli.checkpoints.gguf_weights import load_gguf_weights  # gguf only when asked
+
+        weights = load_gguf_weights(spec_arg, spec, np_dtype, truncated=layers is not None)
+        return Model(spec, weights, dtype, spec_arg, spec_arg)  # its tokenizer is inside
     if checkpoint is None:
         return Model(spec, init_weights(spec, seed, np_dtype), dtype,
                      f"random weights (seed {seed}, std {spec.init_std})", None)

@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from tfcli.checkpoints.stored import StoredWeights
 from tfcli.dtypes import DTYPE_BYTES, WEIGHT_DTYPES
 from tfcli.params import (
     ATTENTION, EMBEDDING, FFN, HEAD,
@@ -69,6 +70,8 @@ class ParamsReport:
     # the source model's task head that tfcli does not build (Spec.body_only): every count
     # here is of the body alone, and each format says so
     body_only: str | None = None
+    # what the SPEC argument's checkpoint file stores (a GGUF's tensors), when it is one
+    stored: StoredWeights | None = None
 
     @property
     def ffn_share_of_blocks(self) -> float:
@@ -127,6 +130,7 @@ class ParamsReport:
             "kv_cache_bytes": self.kv_cache.total_bytes,
             "kv_cache": asdict(self.kv_cache),
             "notes": self.notes,
+            "stored_weights": self.stored.to_dict() if self.stored else None,
         }
 
     def csv_rows(self) -> tuple[list[str], list[list[object]]]:
@@ -218,7 +222,8 @@ def _estimate_note(report: ParamsReport) -> list[str]:
 
 
 def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 1,
-                        kv_dtype: str = "float32") -> ParamsReport:
+                        kv_dtype: str = "float32",
+                        stored: StoredWeights | None = None) -> ParamsReport:
     """Every figure `tfcli params` shows, computed analytically (no weights allocated)."""
     comps = components(spec)
     total = sum(c.count for c in comps)
@@ -242,6 +247,6 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
         ffn=sum(c.count for c in comps if c.group == FFN),
         estimate_12ld2=12 * spec.total_layers * spec.d_model**2,
         memory_bytes=_memory(total), kv_cache=kv, notes=_notes(spec, context),
-        body_only=spec.body_only,
+        body_only=spec.body_only, stored=stored,
     )
     return replace(report, notes=report.notes + _estimate_note(report))

@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from tfcli.analysis.params_report import ComponentRow, ParamsReport
+from tfcli.checkpoints.stored import StoredWeights
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, human_count, percent
@@ -89,5 +90,27 @@ def _summary_table(report: ParamsReport) -> FitTable:
 
 def render_params(report: ParamsReport) -> RenderableType:
     parts: list[RenderableType] = [_component_table(report), _summary_table(report)]
+    if report.stored is not None:
+        parts.append(_stored_table(report.stored))
+        parts.append(plain(f"checkpoint vs spec: {report.stored.verdict}"))
     parts += [plain(f"note: {note}", style="dim") for note in report.notes]
     return Group(*parts)
+
+
+def _stored_table(stored: StoredWeights) -> FitTable:
+    """The checkpoint's own tensors by role and storage type (GGUF quantisation types)."""
+    table = FitTable(title=f"stored in {stored.source} ({stored.format})")
+    table.add_column("tensors")
+    table.add_column("type")
+    table.add_column("count", justify="right", number=True, drop=2)
+    table.add_column("parameters", justify="right", number=True)
+    table.add_column("bytes", justify="right", number=True)
+    table.add_column("bits/weight", justify="right", number=True, drop=1)
+    for g in stored.groups:
+        table.add_row(g.role, g.dtype, f"{g.tensors:,}", f"{g.parameters:,}",
+                      human_bytes(g.n_bytes), f"{g.bits_per_weight:.2f}")
+    table.add_section()
+    bits = 8 * stored.n_bytes / stored.parameters if stored.parameters else 0.0
+    table.add_row(Text("total", style="bold"), "", "", Text(f"{stored.parameters:,}", style="bold"),
+                  human_bytes(stored.n_bytes), f"{bits:.2f}")
+    return table

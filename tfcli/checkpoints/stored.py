@@ -1,0 +1,154 @@
+"""What a checkpoint file actually stores, from its header alone: parameters and bytes per
+tensor role and storage type, and whether they are exactly the spec's arrays.
+
+The verdict compares tensor by tensor, through the family's name table: every array the spec
+has must be stored under its name with the shape the table's transform expects, and nothing
+else may be stored. Pure Python over header records: no tensor data is read, NumPy is not
+imported (`tfcli params model.gguf` stays fast).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+from tfcli.checkpoints.names import Rule, Table
+from tfcli.params import EVERY, components
+from tfcli.spec import Spec
+
+MAX_LISTED = 8  # differences named one by one; the rest are counted
+_BLOCK = re.compile(r"\.\d+\.")
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    name: str
+    dtype: str  # the storage type: "Q4_K", "F16", "BF16", ...
+    shape: tuple[int, ...]
+    n_bytes: int
+
+
+@dataclass(frozen=True)
+class StoredGroup:
+    """Tensors of one role (block index folded: `blk.*.attn_q.weight`) and one storage type."""
+
+    role: str
+    dtype: str
+    tensors: int
+    parameters: int
+    n_bytes: int
+
+    @property
+    def bits_per_weight(self) -> float:
+        return 8 * self.n_bytes / self.parameters if self.parameters else 0.0
+
+
+@dataclass(frozen=True)
+class StoredWeights:
+    source: str
+    format: str  # "gguf" or "safetensors"
+    groups: tuple[StoredGroup, ...]
+    parameters: int
+    n_bytes: int
+    spec_parameters: int
+    differences: tuple[str, ...]  # empty: the file holds exactly the spec's arrays
+
+    @property
+    def verdict(self) -> str:
+        if not self.differences:
+            return "equal: every tensor is the spec's, shape for shape"
+        shown = list(self.differences[:MAX_LISTED])
+        more = len(self.differences) - len(shown)
+        return "differs: " + "; ".join(shown) + (f"; and {more:,} more" if more > 0 else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source, "format": self.format, "parameters": self.parameters,
+            "bytes": self.n_bytes, "spec_parameters": self.spec_parameters,
+            "equal": not self.differences, "differences": list(self.differences),
+            "groups": [{"role": g.role, "dtype": g.dtype, "tensors": g.tensors,
+                        "parameters": g.parameters, "bytes": g.n_bytes,
+                        "bits_per_weight": g.bits_per_weight} for g in self.groups],
+        }
+
+
+def group_tensors(tensors: list[StoredTensor]) -> tuple[StoredGroup, ...]:
+    """Tensors folded by role (block indices as `*`) and storage type, in file order."""
+    totals: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0, 0])
+    for t in tensors:
+        entry = totals[(_BLOCK.sub(f".{EVERY}.", t.name), t.dtype)]
+        entry[0] += 1
+        entry[1] += prod(t.shape)
+        entry[2] += t.n_bytes
+    return tuple(StoredGroup(role, dtype, n, p, b) for (role, dtype), (n, p, b) in totals.items())
+
+
+def _spec_shapes(spec: Spec) -> dict[str, tuple[int, ...]]:
+    """Every array of the spec by concrete Weights path (`decoder.blocks.3.attn.wq`)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for c in components(spec):
+        if c.tied:
+            continue
+        for path in _concrete(spec, c.path):
+            shapes[path] = c.shape
+    return shapes
+
+
+def _concrete(spec: Spec, path: str) -> list[str]:
+    if EVERY not in path:
+        return [path]
+    head, tail = path.split(f".{EVERY}", 1)
+    count = spec.n_experts if head.endswith("experts") else (
+        spec.encoder_layers if head.startswith("encoder") else spec.decoder_layers)
+    return [q for i in range(count) for q in _concrete(spec, f"{head}.{i}{tail}")]
+
+
+def _stored_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    if rule.transform == "linear":
+        return shapes[0][::-1]
+    if rule.transform == "split3":
+        return (*shapes[0][:-1], sum(s[-1] for s in shapes))
+    if rule.transform == "split_linear":
+        return (sum(s[-1] for s in shapes), *shapes[0][:-1])
+    return shapes[0]
+
+
+def _expected(table: Table, spec: Spec) -> dict[str, tuple[int, ...]]:
+    """Stored name -> expected stored shape, for every tensor the spec's arrays come from."""
+    shapes = _spec_shapes(spec)
+    expected: dict[str, tuple[int, ...]] = {}
+    layers = max(spec.encoder_layers, spec.decoder_layers)
+    for rule in table.rules:
+        if not rule.when(spec):
+            continue
+        for i in range(layers) if "{i}" in rule.hf else [0]:
+            for e in range(spec.n_experts) if "{e}" in rule.hf else [0]:
+                ours = [p.format(i=i, e=e) for p in rule.ours]
+                if all(p in shapes for p in ours):
+                    name = rule.hf.format(base="", i=i, e=e)
+                    expected[name] = _stored_shape(rule, [shapes[p] for p in ours])
+    return expected
+
+
+def differences(table: Table, spec: Spec, tensors: list[StoredTensor]) -> tuple[str, ...]:
+    """Each way the stored tensors differ from the spec's arrays, by tensor name."""
+    expected = _expected(table, spec)
+    stored = {t.name: t for t in tensors}
+    out = [f"missing {name} {list(shape)}" for name, shape in expected.items() if name not in stored]
+    for t in tensors:
+        if t.name not in expected:
+            if not (spec.tie_embeddings and t.name in table.tied_copies):
+                out.append(f"unexpected {t.name} {list(t.shape)}")
+        elif expected[t.name] != t.shape:
+            out.append(f"{t.name} is {list(t.shape)}, the spec's is {list(expected[t.name])}")
+    return tuple(out)
+
+
+def stored_weights(source: str, fmt: str, table: Table, spec: Spec,
+                   tensors: list[StoredTensor], spec_parameters: int) -> StoredWeights:
+    return StoredWeights(
+        source, fmt, group_tensors(tensors), sum(prod(t.shape) for t in tensors),
+        sum(t.n_bytes for t in tensors), spec_parameters, differences(table, spec, tensors))
