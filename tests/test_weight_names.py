@@ -37,7 +37,7 @@ FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "ll
                  "llama-2-70b": "llama", "llama-3-8b": "llama", "llama-3.1-8b": "llama",
                  "llama-3.2-1b": "llama", "mistral-7b": "mistral",
                  "mixtral-8x7b": "mixtral", "t5-small": "t5",
-                 "qwen2.5-7b": "qwen2", "qwen3-8b": "qwen3", "phi-3-mini": "phi3"}
+                 "qwen2.5-7b": "qwen2", "qwen3-8b": "qwen3", "olmo-2-7b": "olmo2", "phi-3-mini": "phi3"}
 
 
 def small(spec: Spec) -> Spec:

@@ -26,6 +26,7 @@ REFERENCE_TOTALS = {
     "mixtral-8x7b": 46_702_792_704,
     "qwen2.5-7b": 7_615_616_512,
     "qwen3-8b": 8_190_735_360,
+    "olmo-2-7b": 7_298_617_344,
     "phi-3-mini": 3_821_079_552,
     "t5-small": 60_506_624,
     "transformer-base": 63_082_496,  # derivation in the spec's comment

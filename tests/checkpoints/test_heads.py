@@ -43,6 +43,9 @@ TINY = {
     "phi3": transformers.Phi3Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
                                     num_key_value_heads=1, num_hidden_layers=2, vocab_size=50,
                                     pad_token_id=0, num_labels=3),
+    "olmo2": transformers.Olmo2Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                      num_key_value_heads=1, num_hidden_layers=2, vocab_size=50,
+                                      pad_token_id=0, num_labels=3),
     "t5": transformers.T5Config(d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
                                 num_decoder_layers=3, vocab_size=50),
 }

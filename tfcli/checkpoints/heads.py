@@ -62,6 +62,8 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
     "qwen2": _decoder_family("Qwen2"),
     "qwen3": _decoder_family("Qwen3"),
     "phi3": _decoder_family("Phi3", qa_head=None),
+    "olmo2": {"Olmo2ForCausalLM": LM, "Olmo2Model": BARE,
+              "Olmo2ForSequenceClassification": Architecture(False, "score")},
     "t5": {
         "T5ForConditionalGeneration": LM, "T5Model": BARE,
         "T5ForQuestionAnswering": Architecture(False, "qa_outputs"),

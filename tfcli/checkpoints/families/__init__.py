@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfcli.checkpoints.families import bert, gpt2, llama, phi3, t5
+from tfcli.checkpoints.families import bert, gpt2, llama, olmo2, phi3, t5
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.names import Table
@@ -34,5 +34,6 @@ FAMILIES: dict[str, Family] = {
     "qwen3": Family(llama.QWEN3_DEFAULTS, llama.read_qwen, llama.TABLE),
     "t5": Family(t5.DEFAULTS, t5.read, t5.TABLE),
     "phi3": Family(phi3.DEFAULTS, phi3.read, phi3.TABLE),
+    "olmo2": Family(olmo2.DEFAULTS, olmo2.read, olmo2.TABLE),
 }
 TABLES: dict[str, Table] = {kind: family.table for kind, family in FAMILIES.items()}
