@@ -194,6 +194,21 @@ def kv_cache_bytes_per_token(spec: Spec, dtype: str = "float32") -> float:
     return 2 * spec.kv_heads * spec.head_dim * spec.decoder_layers * DTYPE_BYTES[dtype]
 
 
+def kv_cache_window_bytes(spec: Spec, context: int, batch: int = 1,
+                          dtype: str = "float32") -> int | None:
+    """KV-cache bytes when each local (sliding-window) layer keeps only its last sliding_window
+    tokens, a rolling buffer as transformers' sliding-window cache layers, and each global
+    layer of a layer_pattern every token: min(context, window) tokens per local layer. None
+    when the window hides no cached token (no window, or one at least `context` long)."""
+    window = spec.sliding_window
+    if window is None or window >= context:
+        return None
+    per_layer_token = 2 * spec.kv_heads * spec.head_dim * DTYPE_BYTES[dtype]
+    local = spec.local_layers
+    tokens = local * window + (spec.decoder_layers - local) * context
+    return int(round(batch * per_layer_token * tokens))
+
+
 def kv_cache_bytes(spec: Spec, context: int, batch: int = 1, dtype: str = "float32",
                    source_len: int = 0) -> int:
     """Total KV-cache bytes: self-attention for `context` tokens, plus (encoder-decoder) the

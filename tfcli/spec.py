@@ -21,6 +21,7 @@ Placement = Literal["pre", "post", "sublayer_post", "sandwich"]
 ParallelResidual = Literal["off", "one_norm", "two_norms"]
 Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
 QKNorm = Literal["none", "per_head", "full"]
+LayerKind = Literal["global", "local"]
 RopePairing = Literal["half", "interleaved"]
 
 GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "geglu_tanh"})
@@ -67,6 +68,10 @@ class Spec(BaseModel):
         "x + attn(N1(x)) + ffn(N2(x)) (GPT-NeoX, Falcon new_decoder_architecture). Needs "
         "norm_placement: pre.")
     norm_eps: float = Field(1e-5, gt=0, description="Norm epsilon.")
+    norm_unit_offset: bool = Field(
+        False, description="Every norm (q/k norms included) scales by (1 + weight) instead of "
+        "weight (Gemma's RMSNorm); random weights then start at 0, an effective scale of 1. "
+        "Needs a norm with a weight (layernorm or rmsnorm).")
     final_norm: bool | None = Field(
         None, description="Norm after each stack; default: true but for post (and norm: none).")
     positions: Positions = Field("learned", description="Position scheme.")
@@ -102,6 +107,18 @@ class Spec(BaseModel):
         None, gt=0, description="Sliding-window attention (Mistral): each query sees itself and "
         "the sliding_window - 1 tokens before it; default: every earlier token (decoder only).",
     )
+    layer_pattern: list[LayerKind] | None = Field(
+        None, min_length=1, max_length=1024, description="Each layer's attention, the list "
+        "repeated over the layers (Gemma 2 [local, global]; Gemma 3 five local then one "
+        "global): local layers see sliding_window keys, global ones every earlier key. Default: "
+        "every layer local with a sliding_window, else global. Decoder only.")
+    rope_local_theta: float | None = Field(
+        None, gt=0, description="RoPE base of the local layers of a layer_pattern, without "
+        "rope_scaling (Gemma 3 rope_local_base_freq); global layers keep rope_theta and "
+        "rope_scaling. Default: every layer uses rope_theta and rope_scaling.")
+    attn_logit_softcap: float | None = Field(
+        None, gt=0, description="Soft-cap c of the attention scores: c * tanh(s / c) on the "
+        "scaled scores, before the mask and softmax (Gemma 2); default none.")
 
     # embeddings and heads
     tie_embeddings: bool = Field(True, description="Output head shares the token embedding.")
@@ -112,6 +129,12 @@ class Spec(BaseModel):
         False, description="Scale hidden by d_model^-0.5 before a tied head (T5)."
     )
     embedding_norm: bool = Field(False, description="Norm after the embedding sum (BERT).")
+    scale_embeddings: bool = Field(
+        False, description="Token embeddings times sqrt(d_model), rounded to the engine's "
+        "dtype first (Gemma); the tied head still reads the unscaled table.")
+    final_logit_softcap: float | None = Field(
+        None, gt=0, description="Soft-cap c of the output logits: c * tanh(z / c) (Gemma 2); "
+        "default none. Needs lm_head.")
     type_vocab_size: int = Field(0, ge=0, description="Token-type (segment) vocabulary (BERT).")
     pooler: bool = Field(False, description="BERT pooler: tanh(W h[CLS] + b).")
     body_only: str | None = Field(
@@ -133,6 +156,7 @@ class Spec(BaseModel):
         _check_moe(self)
         _check_family_fields(self)
         _check_relative(self)
+        _check_gemma(self)
         _check_scales(self)
         _check_wiring(self)
         _fill(self, "n_kv_heads", self.n_heads)
@@ -169,6 +193,21 @@ class Spec(BaseModel):
     def rotary_width(self) -> int:
         """Dimensions of each head that RoPE rotates: rotary_dim, else all of d_head."""
         return self.rotary_dim or self.head_dim
+
+    @property
+    def layer_kinds(self) -> tuple[LayerKind, ...]:
+        """Each decoder layer's attention, 'local' (sliding_window) or 'global': layer_pattern
+        repeated over the layers; without one, every layer local with a window, else global."""
+        pattern = self.layer_pattern or ["local" if self.sliding_window else "global"]
+        return tuple(pattern[i % len(pattern)] for i in range(self.decoder_layers))
+
+    @property
+    def local_layers(self) -> int:
+        """How many decoder layers are local: layer_kinds counted without listing it (a
+        hostile spec may ask for 10**12 layers)."""
+        pattern = self.layer_pattern or ["local" if self.sliding_window else "global"]
+        full, rest = divmod(self.decoder_layers, len(pattern))
+        return full * pattern.count("local") + pattern[:rest].count("local")
 
     @property
     def qk_norm_widths(self) -> tuple[int, int]:
@@ -311,6 +350,30 @@ def _check_rotary(spec: Spec) -> None:
     if spec.rotary_dim is not None and spec.rotary_dim > spec.head_dim:
         raise SpecConsistencyError("rotary_dim", f"{spec.rotary_dim} exceeds d_head "
                                    f"{spec.head_dim}")
+
+
+def _check_gemma(spec: Spec) -> None:
+    """Per-layer attention, soft-caps and the (1 + weight) norm: what each needs to mean
+    anything (a field that would be silently ignored is an error)."""
+    if spec.layer_pattern is not None:
+        if spec.family != "decoder":
+            raise SpecConsistencyError("layer_pattern", "only applies to family 'decoder'")
+        has_local = "local" in spec.layer_pattern
+        if has_local and spec.sliding_window is None:
+            raise SpecConsistencyError("layer_pattern", "has local layers but no sliding_window "
+                                       "says how many keys they see")
+        if not has_local and spec.sliding_window is not None:
+            raise SpecConsistencyError("sliding_window", "is set but layer_pattern has no "
+                                       "local layer to use it")
+    if spec.rope_local_theta is not None and (
+            spec.positions != "rope" or "local" not in (spec.layer_pattern or ())):
+        raise SpecConsistencyError("rope_local_theta", "needs positions: rope and a "
+                                   "layer_pattern with local layers")
+    if spec.final_logit_softcap is not None and not spec.lm_head:
+        raise SpecConsistencyError("final_logit_softcap", "needs lm_head: true")
+    if spec.norm_unit_offset and spec.norm not in ("layernorm", "rmsnorm"):
+        raise SpecConsistencyError("norm_unit_offset", f"needs a norm with a weight "
+                                   f"(layernorm or rmsnorm), got {spec.norm!r}")
 
 
 def _check_relative(spec: Spec) -> None:

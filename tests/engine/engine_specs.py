@@ -38,6 +38,12 @@ VARIANTS: dict[str, dict[str, object]] = {
                  "activation": "geglu_tanh", "bias": False, "n_kv_heads": 2},
     "vaswani": {"family": "encoder-decoder", "positions": "sinusoidal", "norm_placement": "post",
                 "activation": "relu", "tie_embeddings": False},
+    "gemma_hybrid": {"norm": "rmsnorm", "norm_unit_offset": True, "positions": "rope",
+                     "activation": "geglu_tanh", "bias": False, "n_kv_heads": 2,
+                     "scale_embeddings": True, "attn_logit_softcap": 2.0,
+                     "final_logit_softcap": 3.0, "sliding_window": 3,
+                     "layer_pattern": ["local", "global"], "rope_local_theta": 100.0,
+                     "attention_scale": 0.3},
 }
 
 

@@ -161,8 +161,9 @@ def _expected_block(spec, stack, i, b, t, s_cross=None):
     def attn(path, s):
         rows.extend([(path, "norm", (b, t, d))] if pre else [])
         rows.extend([(path, "q_proj", (b, h, t, dh)), (path, "k_proj", (b, kv, s, dh)),
-                     (path, "v_proj", (b, kv, s, dh)), (path, "scores", (b, h, t, s)),
-                     (path, "softmax", (b, h, t, s)), (path, "weighted_sum", (b, h, t, dh)),
+                     (path, "v_proj", (b, kv, s, dh)), (path, "scores", (b, h, t, s))]
+                    + ([(path, "softcap", (b, h, t, s))] if spec.attn_logit_softcap else [])
+                    + [(path, "softmax", (b, h, t, s)), (path, "weighted_sum", (b, h, t, dh)),
                      (path, "out_proj", (b, t, d))])
         rows.extend([(path, "norm", (b, t, d))] if after_body else [])
         rows.extend([] if parallel else [(path, "residual_add", (b, t, d))])
@@ -187,6 +188,8 @@ def _expected_block(spec, stack, i, b, t, s_cross=None):
 
 def _expected_embed(spec, b, t):
     rows = [("embed", "token_embedding", (b, t, spec.d_model))]
+    if spec.scale_embeddings:
+        rows.append(("embed", "embed_scale", (b, t, spec.d_model)))
     if spec.positions in ("learned", "sinusoidal"):
         rows.append(("embed", "position_embedding", (b, t, spec.d_model)))
     if spec.type_vocab_size:
@@ -219,6 +222,8 @@ def test_observed_ops_follow_the_contract(variant):
         t = s
     if spec.lm_head:
         expected.append(("head", "logits", (b, t, spec.vocab_size)))
+    if spec.final_logit_softcap:
+        expected.append(("head", "softcap", (b, t, spec.vocab_size)))
     if spec.pooler:
         expected.append(("head", "pooler", (b, spec.d_model)))
     assert seen == expected

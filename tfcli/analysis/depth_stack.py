@@ -157,7 +157,8 @@ def _positionwise(spec: Spec, w: FFNWeights | MoEWeights, x: Array) -> Array:
 
 
 def _spec_norm(spec: Spec, weights: object) -> Callable[[Array], Array]:
-    return lambda x: apply_norm(spec.norm, weights, x, spec.norm_eps)  # type: ignore[arg-type]
+    return lambda x: apply_norm(spec.norm, weights, x, spec.norm_eps,  # type: ignore[arg-type]
+                                spec.norm_unit_offset)
 
 
 def t5_position_bias(spec: Spec, rng: np.random.Generator, seq_len: int, causal: bool,

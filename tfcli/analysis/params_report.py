@@ -11,6 +11,7 @@ from tfcli.dtypes import DTYPE_BYTES, WEIGHT_DTYPES
 from tfcli.params import (
     ATTENTION, EMBEDDING, FFN, HEAD,
     Component, components, inactive_expert_parameters, kv_cache_bytes, kv_cache_bytes_per_token,
+    kv_cache_window_bytes,
 )
 from tfcli.shapes import shapes_text
 from tfcli.spec import Spec
@@ -48,8 +49,11 @@ class KVCacheFigures:
     total_bytes: int  # every token of the context cached, as tfcli's engine does
     # A sliding-window model shorter than the context needs only the last `window` tokens in a
     # rolling buffer (transformers' sliding-window cache layers): its bytes, else None.
+    # With a layer_pattern only the local layers hold the window, the global ones every token.
     window: int | None = None
     window_bytes: int | None = None
+    local_layers: int = 0  # decoder layers with the window (all of them without a pattern)
+    layers: int = 0  # decoder layers with a self-attention cache
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,8 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
     kv = KVCacheFigures(
         context, batch, kv_dtype, int(kv_cache_bytes_per_token(spec, kv_dtype)),
         kv_cache_bytes(spec, context, batch, kv_dtype, source_len=source_len), window,
-        None if window is None else kv_cache_bytes(spec, window, batch, kv_dtype),
+        kv_cache_window_bytes(spec, context, batch, kv_dtype),
+        spec.local_layers, spec.decoder_layers,
     )
     report = ParamsReport(
         spec_name=spec.name, family=spec.family, rows=rows,

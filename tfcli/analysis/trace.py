@@ -131,6 +131,27 @@ def _dense_ffn_token_flops(spec: Spec) -> int:
     return up + _activation_flops(spec) * f + _linear_flops(1, f, d, bias)
 
 
+def _gemma_text(spec: Spec) -> str:
+    """The convention for soft-capping, the embedding scale and (1 + weight) norms, when used."""
+    parts = []
+    if spec.attn_logit_softcap is not None or spec.final_logit_softcap is not None:
+        parts.append(" Soft-capping c*tanh(x/c) (softcap rows after scores and logits): the "
+                     "activation figure per element (its two scalings, like score scaling, "
+                     "not counted).")
+    if spec.scale_embeddings:
+        parts.append(" Embedding scale by sqrt(d_model) (embed_scale): 1 per element.")
+    if spec.norm_unit_offset:
+        parts.append(" (1 + weight) norms (norm_unit_offset): the norm figure.")
+    return "".join(parts)
+
+
+def _local_layers(spec: Spec) -> str:
+    """Which layers a sliding window applies to, when a layer_pattern mixes kinds."""
+    if spec.layer_pattern is None:
+        return ""
+    return f"of the local layers ({spec.local_layers:,} of {spec.decoder_layers:,}) "
+
+
 def convention_text(spec: Spec, dtype: str) -> str:
     """How the trace counts; shown under the table and carried in JSON."""
     encoder_decoder = spec.family == "encoder-decoder"
@@ -138,11 +159,11 @@ def convention_text(spec: Spec, dtype: str) -> str:
     k = spec.experts_per_token
     moe = f" MoE experts: only the {k} routed experts per token." if spec.n_experts else ""
     qk = (" q/k norms (qk_norm): the norm figure per element of q and of k."
-          if spec.qk_norm != "none" else "")
+          if spec.qk_norm != "none" else "") + _gemma_text(spec)
     parallel = (" Parallel residual: one residual_add row per block, after the FFN, 2 FLOPs per "
                 "element (x + attn + ffn)." if spec.parallel_residual != "off" else "")
     window = (f" Nor are keys outside the {spec.sliding_window:,}-token sliding window "
-              "subtracted." if spec.sliding_window else "")
+              f"{_local_layers(spec)}subtracted." if spec.sliding_window else "")
     return (
         "FLOPs: 2 per multiply-add (x @ W with W (m, n): 2mn per token); attention scores (QK^T) "
         f"and weighted sum (PV) counted for every query-key pair: causal masking is NOT halved.{window} "
@@ -221,6 +242,8 @@ class _Tracer:
         def own(prefix: str) -> Owned:
             return self.owned(prefix) if owns_tables else NOTHING
         self.add("embed", "token_embedding", [x[:2]], x, own("token_embedding"))
+        if s.scale_embeddings:  # x * sqrt(d_model): one multiply per element
+            self.add("embed", "embed_scale", [x], x, NOTHING, math.prod(x))
         add, norm = ADD_FLOPS * math.prod(x), NORM_FLOPS * math.prod(x)
         if s.positions in ("learned", "sinusoidal"):
             table = (length, s.d_model)  # rows of the learned table, or the sinusoids
@@ -298,6 +321,9 @@ class _Tracer:
                 self.add(path, f"{name}_norm", [shape], shape, owned, NORM_FLOPS * math.prod(shape))
         pair_flops = 2 * B * H * T * S * dh  # every (query, key) pair: one dh-long dot product
         self.add(path, "scores", [q, kv], scores, score_params, pair_flops)
+        if s.attn_logit_softcap is not None:  # c * tanh(s / c), elementwise
+            self.add(path, "softcap", [scores], scores, NOTHING,
+                     ACTIVATION_FLOPS * math.prod(scores))
         self.add(path, "softmax", [scores], scores, NOTHING, SOFTMAX_FLOPS * math.prod(scores))
         self.add(path, "weighted_sum", [scores, kv], q, NOTHING, pair_flops)
         project("out_proj", "o", q, x, B * T, H * dh, d)  # heads merged: (B, T, H*dh) @ wo
@@ -351,6 +377,10 @@ class _Tracer:
             flops = _linear_flops(B * length, d, s.vocab_size, s.lm_head_bias)
             owned = self.owned("lm_head", "lm_head_bias") if s.lm_head_bias else self.owned("lm_head")
             self.add("head", "logits", [x], logits, owned, flops)
+        if s.lm_head and s.final_logit_softcap is not None:  # c * tanh(z / c), elementwise
+            logits = (B, length, s.vocab_size)
+            self.add("head", "softcap", [logits], logits, NOTHING,
+                     ACTIVATION_FLOPS * math.prod(logits))
         if s.pooler:  # tanh(W h[:, 0] + b): the first token of each sequence only
             pooler = _linear_flops(B, d, d, True) + ACTIVATION_FLOPS * B * d
             self.add("head", "pooler", [x], (B, d), self.owned("pooler_w", "pooler_b"), pooler)

@@ -14,7 +14,7 @@ import numpy as np
 from tfcli.arrays import Array
 from tfcli.engine.cache import LayerCache
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
-from tfcli.engine.ops import apply_norm, softmax_
+from tfcli.engine.ops import apply_norm, softcap_, softmax_
 from tfcli.engine.parallel import linear, linear_split, parallel_for, split
 from tfcli.engine.positions import apply_rope, rope_tables
 from tfcli.engine.weights import AttentionWeights
@@ -22,12 +22,13 @@ from tfcli.spec import Spec
 
 
 class ScoreMask(NamedTuple):
-    """What hides or shifts attention scores (a NamedTuple: built once per attention call)."""
+    """What hides, shifts or caps attention scores (a NamedTuple: built once per attention call)."""
 
     causal_offset: int | None = None  # key index of query 0; None = not causal
     window: int | None = None  # with causal_offset: query i sees keys i - window + 1 .. i only
     key_mask: Array | None = None  # (B, S) bool, True = real key
     position_bias: Array | None = None  # broadcastable to (B, H, T, S), added to the scores
+    softcap: float | None = None  # c: scores become c * tanh(scores / c) before all the above
 
 
 def _split_heads(x: Array, n_heads: int) -> Array:
@@ -54,8 +55,8 @@ def _qk_norm(spec: Spec, w: AttentionWeights, q: Array, k: Array) -> tuple[Array
     """q/k norms before RoPE, the spec's norm over the last axis: per_head (Qwen3, Gemma 3) on
     q (B, H, T, dh) and k (B, Hkv, T, dh) with one (d_head,) weight shared by the heads; full
     (OLMo 2) on the projections q (B, T, H*dh) and k (B, T, Hkv*dh). Shapes kept."""
-    return (apply_norm(spec.norm, w.q_norm, q, spec.norm_eps),
-            apply_norm(spec.norm, w.k_norm, k, spec.norm_eps))
+    return (apply_norm(spec.norm, w.q_norm, q, spec.norm_eps, spec.norm_unit_offset),
+            apply_norm(spec.norm, w.k_norm, k, spec.norm_eps, spec.norm_unit_offset))
 
 
 def _cross_kv(
@@ -84,8 +85,10 @@ def _mask_block(scores: Array, q0: int, k0: int, mask: ScoreMask) -> None:
 
     scores (B, H, c, K) for queries q0..q0+c-1 against keys k0..k0+K-1.
     """
-    causal_offset, window, key_mask, position_bias = mask
+    causal_offset, window, key_mask, position_bias, softcap = mask
     n_queries, n_keys = scores.shape[2], scores.shape[3]
+    if softcap is not None:  # on the scaled scores, before bias and masks (Gemma 2)
+        softcap_(scores, softcap)
     k1 = k0 + n_keys
     if position_bias is not None:
         rows = slice(None) if position_bias.shape[2] == 1 else slice(q0, q0 + n_queries)
@@ -152,6 +155,8 @@ def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMa
     block = min(_query_block(n_heads, n_keys, q.itemsize), split(length, MIN_QUERY_BLOCK))
     parallel_for(length, block, query_block)
     probe("scores", (batch, n_heads, length, n_keys))
+    if mask.softcap is not None:  # applied per block in _mask_block, reported in trace order
+        probe("softcap", (batch, n_heads, length, n_keys))
     probe("softmax", (batch, n_heads, length, n_keys))
     probe("weighted_sum", (batch, n_heads, length, d_head))
     return out
@@ -194,7 +199,7 @@ def attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
         k, v = cache.update(offset, k, v)  # (B, Hkv, start + T, dh) views
     key_mask = None if inputs.key_mask is None else np.asarray(inputs.key_mask, dtype=bool)
     mask = ScoreMask(offset if inputs.causal else None, spec.sliding_window, key_mask,
-                     inputs.position_bias)
+                     inputs.position_bias, spec.attn_logit_softcap)
     return _heads_out(spec, w, (q, k, v), mask, probe)
 
 
@@ -205,5 +210,6 @@ def cross_attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInpu
     q = _split_heads(linear(x, w.wq, w.bq), spec.n_heads)  # (B, T, d) -> (B, H, T, dh)
     k, v = _cross_kv(spec, w, inputs.encoder_out, cache)  # (B, Hkv, S, dh) x2
     mask = inputs.encoder_mask
-    mask = ScoreMask(key_mask=None if mask is None else np.asarray(mask, dtype=bool))
+    mask = ScoreMask(key_mask=None if mask is None else np.asarray(mask, dtype=bool),
+                     softcap=spec.attn_logit_softcap)
     return _heads_out(spec, w, (q, k, v), mask, probe)

@@ -99,7 +99,9 @@ class Initializer:
         kind, d = self.spec.norm, width or self.spec.d_model
         if kind == "none":
             return None
-        scale = self.ones(d) if kind in ("layernorm", "rmsnorm") else None
+        # a (1 + weight) norm (norm_unit_offset) starts at weight 0: the same effective scale 1
+        unit = self.zeros if self.spec.norm_unit_offset else self.ones
+        scale = unit(d) if kind in ("layernorm", "rmsnorm") else None
         bias = self.zeros(d) if kind == "layernorm" else None
         return NormWeights(scale, bias)
 

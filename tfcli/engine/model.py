@@ -17,7 +17,7 @@ from tfcli.engine.blas import blas_threads
 from tfcli.engine.cache import KVCache, LayerCache
 from tfcli.engine.ffn import ffn
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput, probe_for
-from tfcli.engine.ops import Observer, apply_norm
+from tfcli.engine.ops import Observer, apply_norm, softcap_
 from tfcli.engine.parallel import linear, rowwise
 from tfcli.engine.positions import default_positions, relative_bias, sinusoidal
 from tfcli.engine.weights import BlockWeights, NormWeights, StackWeights, Weights
@@ -49,7 +49,8 @@ class ModelInput:
 
 
 def _norm(spec: Spec, norm: NormWeights | None, x: Array) -> Array:
-    return rowwise(lambda rows: apply_norm(spec.norm, norm, rows, spec.norm_eps), x)
+    return rowwise(lambda rows: apply_norm(spec.norm, norm, rows, spec.norm_eps,
+                                           spec.norm_unit_offset), x)
 
 
 # norm_placement values with a norm on the sublayer's input / on its output inside the residual
@@ -131,6 +132,21 @@ def stack_position_bias(spec: Spec, stack: StackWeights, inputs: StackInput) -> 
     )
 
 
+def layer_specs(spec: Spec, n_layers: int) -> list[Spec]:
+    """The spec each of n_layers blocks runs with under a layer_pattern: local blocks keep
+    sliding_window (and take rope_local_theta, unscaled, when set), global ones see every
+    earlier key. Two unvalidated copies (model_copy), shared by the blocks of each kind."""
+    local: dict[str, object] = {"layer_pattern": None}
+    if spec.rope_local_theta is not None:
+        local |= {"rope_theta": spec.rope_local_theta, "rope_scaling": None,
+                  "rope_local_theta": None}
+    views = {"local": spec.model_copy(update=local),
+             "global": spec.model_copy(update={"layer_pattern": None, "sliding_window": None,
+                                               "rope_local_theta": None})}
+    pattern = spec.layer_pattern or ["global"]
+    return [views[pattern[i % len(pattern)]] for i in range(n_layers)]
+
+
 def forward_hidden(spec: Spec, stack: StackWeights, x: Array, inputs: StackInput,
                    cache: KVCache | None = None, probe: Probe = NO_PROBE) -> Array:
     """Run a stack's blocks and its final norm on hidden states: (B, T, d) -> (B, T, d).
@@ -142,9 +158,12 @@ def forward_hidden(spec: Spec, stack: StackWeights, x: Array, inputs: StackInput
     if bias is not None:
         inputs = replace(inputs, position_bias=bias)
     named = probe.at(inputs.stack)
+    # a layer_pattern's per-block views, made once per call (none on other specs' path)
+    views = layer_specs(spec, len(stack.blocks)) if spec.layer_pattern else None
     for i, block in enumerate(stack.blocks):
         layer = cache.layers[i] if cache is not None else None
-        x = block_forward(spec, block, x, inputs, layer, named.at(i))
+        x = block_forward(spec if views is None else views[i], block, x, inputs, layer,
+                          named.at(i))
     if stack.final_norm is not None:
         x = _norm(spec, stack.final_norm, x)
         named.at("final_norm")("norm", x.shape)
@@ -163,6 +182,9 @@ def embed(spec: Spec, weights: Weights, tokens: Array, positions: Array,
     probe = probe.at("embed")
     x = weights.token_embedding[tokens]  # (B, T) -> (B, T, d)
     probe("token_embedding", x.shape)
+    if spec.scale_embeddings:  # Gemma: sqrt(d) as a float32 scalar, cast as transformers does
+        x *= np.float32(spec.d_model**0.5).astype(x.dtype)
+        probe("embed_scale", x.shape)
     if spec.positions == "learned":
         x += weights.position_embedding[positions]  # (1|B, T) -> (1|B, T, d)
         probe("position_embedding", x.shape)
@@ -174,12 +196,20 @@ def embed(spec: Spec, weights: Weights, tokens: Array, positions: Array,
         x += weights.token_type_embedding[types]  # (B, T) -> (B, T, d)
         probe("token_type_embedding", x.shape)
     if spec.embedding_norm:
-        x = apply_norm(spec.norm, weights.embedding_norm, x, spec.norm_eps)
+        x = apply_norm(spec.norm, weights.embedding_norm, x, spec.norm_eps, spec.norm_unit_offset)
         probe("embedding_norm", x.shape)
     return x
 
 
 def output_logits(spec: Spec, weights: Weights, hidden: Array) -> Array:
+    """Vocabulary logits: (B, T, d) -> (B, T, V), soft-capped with final_logit_softcap."""
+    logits = _head_logits(spec, weights, hidden)  # a fresh array: capped in place
+    if spec.final_logit_softcap is not None:
+        softcap_(logits, spec.final_logit_softcap)
+    return logits
+
+
+def _head_logits(spec: Spec, weights: Weights, hidden: Array) -> Array:
     """Vocabulary logits: (B, T, d) -> (B, T, V), tied (token_embedding^T, no copy) or not."""
     if weights.lm_head is not None:
         logits = linear(hidden, weights.lm_head)  # (B, T, d) @ (d, V)
@@ -198,6 +228,8 @@ def _heads(spec: Spec, weights: Weights, hidden: Array,
     if spec.lm_head:
         logits = output_logits(spec, weights, hidden)  # (B, T, V)
         probe("logits", logits.shape)
+        if spec.final_logit_softcap is not None:  # applied in output_logits
+            probe("softcap", logits.shape)
     if spec.pooler:
         pooled = np.tanh(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
         probe("pooler", pooled.shape)

@@ -24,6 +24,15 @@ _GELU_TANH_B = _GELU_TANH_A * 0.044715
 # --- softmax ---------------------------------------------------------------------------------
 
 
+def softcap_(x: Array, cap: float) -> Array:
+    """cap * tanh(x / cap) in place (Gemma 2's soft-capping of scores and logits): bounded in
+    (-cap, cap), nearly the identity for |x| << cap."""
+    np.divide(x, cap, out=x)
+    np.tanh(x, out=x)
+    x *= cap
+    return x
+
+
 def softmax_(x: Array, axis: int = -1) -> Array:
     """Softmax computed in place in `x` (which is returned). A row that is all -inf gives zeros."""
     row_max = np.maximum.reduce(x, axis=axis, keepdims=True)
@@ -227,6 +236,10 @@ NORMS: dict[str, Callable[[NormWeights | None, Array, float], Array]] = {
 }
 
 
-def apply_norm(kind: str, w: NormWeights | None, x: Array, eps: float) -> Array:
-    """Normalise x (..., d) with the norm named by spec.norm."""
+def apply_norm(kind: str, w: NormWeights | None, x: Array, eps: float,
+               unit_offset: bool = False) -> Array:
+    """Normalise x (..., d) with the norm named by spec.norm; unit_offset (Gemma) scales by
+    (1 + weight): the stored weight is the checkpoint's, the (d,) sum is made per call."""
+    if unit_offset and w is not None and w.scale is not None:
+        w = NormWeights(w.scale + 1.0, w.bias)
     return NORMS[kind](w, x, eps)

@@ -80,7 +80,13 @@ def _summary_table(report: ParamsReport) -> FitTable:
     cross = " (+ cross-attention K/V over as many source tokens)" if report.family == "encoder-decoder" else ""
     table.add_row(f"KV cache ({kv.dtype})", human_bytes(kv.total_bytes),
                   f"{human_bytes(kv.per_token_bytes)}/token × {kv.context:,} tokens × batch {kv.batch}{cross}")
-    if kv.window_bytes is not None:
+    if kv.window_bytes is not None and kv.local_layers < kv.layers:  # local and global layers
+        table.add_row("KV cache, windowed local layers", human_bytes(kv.window_bytes),
+                      f"{kv.local_layers} local layers × the last {kv.window:,} tokens + "
+                      f"{kv.layers - kv.local_layers} global × {kv.context:,}, "
+                      f"{human_bytes(kv.per_token_bytes / kv.layers)}/token/layer × batch "
+                      f"{kv.batch} (tfcli's engine keeps every token)")
+    elif kv.window_bytes is not None:
         table.add_row("KV cache, rolling window", human_bytes(kv.window_bytes),
                       f"{human_bytes(kv.per_token_bytes)}/token × the last {kv.window:,} tokens × "
                       f"batch {kv.batch}: the {kv.window:,}-token sliding window needs no more "
