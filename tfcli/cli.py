@@ -235,7 +235,8 @@ def generate_cmd(
     temperature: Annotated[float, typer.Option(min=0.0, help="0 = greedy.")] = 0.0,
     top_k: Annotated[int | None, typer.Option(min=1, help="Sample among the k most likely.")] = None,
     top_p: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = None,
-    stop_token: Annotated[int | None, typer.Option(help="Stop when this id is produced (EOS).")] = None,
+    stop_token: Annotated[int | None, typer.Option(help="Also stop when this id is produced.")] = None,
+    ignore_eos: Annotated[bool, typer.Option("--ignore-eos", help="Do not stop at the checkpoint's end-of-sequence token(s) (generation_config.json / GGUF eos).")] = False,
     truncate: Annotated[bool, typer.Option("--truncate", help="Cut a --prompt too long to leave room for the new tokens (keeps its end) instead of refusing it.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute the whole prefix every step.")] = False,
     check_cache: Annotated[bool, typer.Option("--check-cache", help="Run cached and uncached; exit 1 unless equal.")] = False,
@@ -266,7 +267,10 @@ def generate_cmd(
     model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed,
                        estimate=plan)
     given = prompt_tokens(model, prompt, tokens, max_new_tokens=max_new_tokens, truncate=truncate)
-    stops = () if stop_token is None else (stop_token,)
+    from tfcli.checkpoints.eos import eos_tokens
+
+    eos = () if ignore_eos else eos_tokens(model.weights_dir, model.spec.vocab_size)
+    stops = eos + (() if stop_token is None or stop_token in eos else (stop_token,))
     request = GenerationRequest(prompts=(given.ids,), max_new_tokens=max_new_tokens,
                                 sampling=sampling, stop_tokens=stops)
     with stream_generation(given.ids, given.tokenizer, live=fmt is OutputFormat.table) as on_token:

@@ -52,6 +52,13 @@ CONFIGS: dict[str, tuple[dict[str, object], int | None, str | None]] = {
         "pad_token_id": 199999, "partial_rotary_factor": 0.75, "rope_scaling": LONGROPE,
         "sliding_window": 262144, "tie_word_embeddings": True, "vocab_size": 200064,
     }, None, None),
+    "phi-4": (MINI | {  # Phi-4 (14B) is a phi3 too: GQA, RoPE theta 250000, no window
+        "bos_token_id": 100257, "eos_token_id": 100265, "hidden_size": 5120,
+        "intermediate_size": 17920, "max_position_embeddings": 16384, "num_attention_heads": 40,
+        "num_hidden_layers": 40, "num_key_value_heads": 10,
+        "original_max_position_embeddings": 16384, "pad_token_id": 100349, "rope_theta": 250000,
+        "sliding_window": None, "vocab_size": 100352,
+    }, None, None),
     "Phi-3-medium-4k-instruct": (MINI | {  # grouped-query: qkv_proj is 5120 + 2 * 1280 wide
         "hidden_size": 5120, "intermediate_size": 17920, "num_attention_heads": 40,
         "num_hidden_layers": 40, "num_key_value_heads": 10,

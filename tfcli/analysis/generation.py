@@ -263,8 +263,19 @@ def generate_text(model: Model, request: GenerationRequest, tokenizer: Tokenizer
         new_tokens=new, text=None if prompt_text is None else prompt_text + (new_text or ""),
         new_text=new_text, cached=cached, uncached=uncached, kv_formula_bytes=formula,
         check=check, notes=[*notes, *_sampling_notes(request.sampling),
-                            *_byte_notes(tokenizer, new)],
+                            *_stop_notes(request, new, tokenizer), *_byte_notes(tokenizer, new)],
     )
+
+
+def _stop_notes(request: GenerationRequest, new: list[int],
+                tokenizer: Tokenizer | None) -> list[str]:
+    """Say so when generation ended at a stop token rather than at max_new_tokens."""
+    if not new or new[-1] not in request.stop_tokens or len(new) >= request.max_new_tokens:
+        return []
+    token = f"{tokenizer.token_text(new[-1])!r} " if tokenizer else ""
+    return [f"stopped at the stop token {token}(id {new[-1]}) after {len(new)} of "
+            f"{request.max_new_tokens} new tokens; --ignore-eos continues past the checkpoint's "
+            "end-of-sequence token"]
 
 
 def _sampling_notes(sampling: SamplingConfig) -> list[str]:
