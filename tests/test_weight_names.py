@@ -37,6 +37,8 @@ FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "ll
                  "llama-2-70b": "llama", "llama-3-8b": "llama", "llama-3.1-8b": "llama",
                  "llama-3.2-1b": "llama", "mistral-7b": "mistral",
                  "mixtral-8x7b": "mixtral", "t5-small": "t5",
+                 "pythia-1.4b": "gpt_neox", "gpt-j-6b": "gptj", "phi-2": "phi",
+                 "stablelm-2-1.6b": "stablelm",
                  "qwen2.5-7b": "qwen2", "qwen3-8b": "qwen3", "olmo-2-7b": "olmo2", "phi-3-mini": "phi3"}
 
 
@@ -51,6 +53,8 @@ def small(spec: Spec) -> Spec:
         changes["d_head"] = 6  # an explicit width that d_model / n_heads would not give
     if spec.sliding_window is not None:
         changes["sliding_window"] = 4
+    if spec.positions == "rope" and spec.rotary_width < spec.head_dim:
+        changes["rotary_dim"] = 2  # partial rotary stays partial
     if spec.family == "encoder-decoder":
         changes |= {"n_encoder_layers": 2, "n_decoder_layers": 3}  # unequal: stacks kept apart
     return spec.replace(**changes)

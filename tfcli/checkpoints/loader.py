@@ -98,7 +98,7 @@ def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]
         return shapes[0][::-1]
     if rule.transform == "split3":
         return (*shapes[0][:-1], sum(s[-1] for s in shapes))
-    if rule.transform == "split_linear":  # nn.Linear (sum of the widths, in), or its bias
+    if rule.transform in ("split_linear", "split_heads3"):  # nn.Linear (sum, in), or its bias
         return (sum(s[-1] for s in shapes), *shapes[0][:-1])
     return shapes[0]
 
@@ -111,8 +111,12 @@ def _owned(array: Array) -> Array:
     return array if array.flags.owndata else array.copy()
 
 
-def convert(rule: Rule, array: Array, shapes: list[tuple[int, ...]]) -> list[Array]:
-    """The arrays `rule` makes of checkpoint tensor `array`, for Weights slots of `shapes`."""
+def convert(rule: Rule, array: Array, shapes: list[tuple[int, ...]],
+            d_head: int | None = None) -> list[Array]:
+    """The arrays `rule` makes of checkpoint tensor `array`, for Weights slots of `shapes`
+    (`d_head`: the spec's head width, which `split_heads3` cuts at)."""
+    if rule.transform == "split_heads3":
+        return _split_heads3(array, d_head)
     if rule.transform == "linear":
         # nn.Linear (out, in) -> (in, out) as a transposed view; arrange_weights then copies
         # only the matrices whose layout differs (not the down and output projections)
@@ -126,6 +130,18 @@ def convert(rule: Rule, array: Array, shapes: list[tuple[int, ...]]) -> list[Arr
         bounds = np.cumsum([s[-1] for s in shapes])[:-1]
         return np.split(_owned(array).T, bounds, axis=-1)
     return [_owned(array)]
+
+
+def _split_heads3(array: Array, d_head: int | None) -> list[Array]:
+    """GPT-NeoX's query_key_value: an nn.Linear (3 H dh, in) whose rows are head-major, each
+    head's q, k and v rows together ((H, 3, dh) as transformers views it), or its (3 H dh,)
+    bias -> wq, wk, wv (in, H dh) and bq, bk, bv (H dh,)."""
+    if not d_head:
+        raise ValueError("split_heads3 needs the spec's d_head")
+    rest = array.shape[1:]  # (in,) for the weight, () for the bias
+    heads = array.reshape(-1, 3, d_head, *rest)  # (H, 3, dh, *rest)
+    # (H, dh, *rest) -> (H dh, *rest) -> (in, H dh): arrange_weights lays them out for decoding
+    return [heads[:, j].reshape(-1, *rest).T for j in range(3)]
 
 
 def canonical_names(table: Table, names: list[str]) -> dict[str, str]:
@@ -202,7 +218,7 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
         steps = checked_plan(TABLES[kind], spec, slots, source, kind, truncated)
         for step in steps:
             tensor, shapes = source.get(step.hf, np.dtype(dtype)), [slots[p].shape for p in step.ours]
-            for ours, array in zip(step.ours, convert(step.rule, tensor, shapes)):
+            for ours, array in zip(step.ours, convert(step.rule, tensor, shapes, spec.head_dim)):
                 set_path(weights, ours, array)
                 slots.pop(ours)
     _check_complete(weights, spec, slots, directory)

@@ -13,7 +13,8 @@ Transforms: `copy` keeps the array; `linear` transposes torch nn.Linear's (out, 
 (in, out); `split3` cuts GPT-2's fused c_attn (Conv1D, already (in, out)) into q, k, v along the
 last axis; `split_linear` transposes a fused nn.Linear (sum of widths, in) and cuts it into the
 rule's arrays at the widths the spec gives them (Phi-3's qkv_proj: q | k | v, unequal under GQA;
-gate_up_proj: gate | up).
+gate_up_proj: gate | up); `split_heads3` is that for a fused q/k/v whose rows are head-major,
+each head's q, k, v together (GPT-NeoX's query_key_value, (H, 3, d_head, in)).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Literal
 
 from tfcli.spec import Spec
 
-Transform = Literal["copy", "linear", "split3", "split_linear"]
+Transform = Literal["copy", "linear", "split3", "split_linear", "split_heads3"]
 
 
 def always(spec: Spec) -> bool:

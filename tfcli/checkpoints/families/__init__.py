@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tfcli.checkpoints.families import bert, gpt2, llama, olmo2, phi3, t5
+from tfcli.checkpoints.families import gpt_neox, gptj, phi, stablelm
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.names import Table
@@ -33,6 +34,10 @@ FAMILIES: dict[str, Family] = {
     "qwen2": Family(llama.QWEN2_DEFAULTS, llama.read_qwen, llama.TABLE),
     "qwen3": Family(llama.QWEN3_DEFAULTS, llama.read_qwen, llama.TABLE),
     "t5": Family(t5.DEFAULTS, t5.read, t5.TABLE),
+    "gpt_neox": Family(gpt_neox.DEFAULTS, gpt_neox.read, gpt_neox.TABLE),
+    "gptj": Family(gptj.DEFAULTS, gptj.read, gptj.TABLE),
+    "phi": Family(phi.DEFAULTS, phi.read, phi.TABLE),
+    "stablelm": Family(stablelm.DEFAULTS, stablelm.read, stablelm.TABLE),
     "phi3": Family(phi3.DEFAULTS, phi3.read, phi3.TABLE),
     "olmo2": Family(olmo2.DEFAULTS, olmo2.read, olmo2.TABLE),
 }
