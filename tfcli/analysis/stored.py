@@ -1,21 +1,59 @@
-"""The checkpoint-header section of `tfcli params`: what the SPEC argument's file stores, beside
-the spec's count. For a GGUF file today (its header is where its spec comes from too)."""
+"""The checkpoint-header section of `tfcli params`: what the SPEC argument's checkpoint stores,
+beside the spec's count - a GGUF file's tensors, or a model directory's safetensors headers
+(no tensor data is read, NumPy is not imported)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from tfcli.checkpoints.configs import model_type, read_config
+from tfcli.checkpoints.families import TABLES
 from tfcli.checkpoints.gguf_file import is_gguf, read_gguf
 from tfcli.checkpoints.gguf_names import GGUF_TABLES
 from tfcli.checkpoints.gguf_spec import gguf_architecture
+from tfcli.checkpoints.safetensors_header import INDEX_FILE, SINGLE_FILE, checkpoint_entries
 from tfcli.checkpoints.stored import StoredTensor, StoredWeights, stored_weights
+from tfcli.errors import BadInputError
 from tfcli.params import total_parameters
 from tfcli.spec import Spec
+from tfcli.spec_io import is_model_dir
+
+
+def _gguf(path: str, spec: Spec) -> StoredWeights:
+    gguf = read_gguf(path)
+    tensors = [StoredTensor(t.name, t.ggml_type, t.shape, t.n_bytes) for t in gguf.tensors]
+    table = GGUF_TABLES[gguf_architecture(gguf)]
+    return stored_weights(path, "gguf", table, spec, tensors, total_parameters(spec))
+
+
+def _safetensors(folder: str, spec: Spec) -> StoredWeights | None:
+    root = Path(folder)
+    if not ((root / SINGLE_FILE).exists() or (root / INDEX_FILE).exists()):
+        return None  # a config.json alone: nothing stored to compare
+    config = read_config(root)
+    entries = checkpoint_entries(root)
+    tensors = [StoredTensor(name, e.dtype, e.shape, e.nbytes) for name, e in sorted(entries.items())]
+    quantized = config.get("quantization_config")
+    fmt = "safetensors" if not quantized else f"safetensors, {_quant_method(quantized)}-quantised"
+    table = TABLES[model_type(config, str(root / "config.json"))]
+    return stored_weights(folder, fmt, table, spec, tensors, total_parameters(spec))
+
+
+def _quant_method(quantized: object) -> str:
+    method = quantized.get("quant_method") if isinstance(quantized, dict) else None
+    return method[:40] if isinstance(method, str) and method.isprintable() else "unknown"
 
 
 def stored_for(spec_arg: str, spec: Spec) -> StoredWeights | None:
-    """The stored-weights summary of `spec_arg` when it names a checkpoint file, else None."""
-    if not is_gguf(spec_arg):
-        return None
-    gguf = read_gguf(spec_arg)
-    tensors = [StoredTensor(t.name, t.ggml_type, t.shape, t.n_bytes) for t in gguf.tensors]
-    table = GGUF_TABLES[gguf_architecture(gguf)]
-    return stored_weights(spec_arg, "gguf", table, spec, tensors, total_parameters(spec))
+    """The stored-weights summary of `spec_arg` when it names a checkpoint, else None."""
+    if is_gguf(spec_arg):
+        return _gguf(spec_arg, spec)
+    if Path(spec_arg).name == "config.json" and Path(spec_arg).is_file():  # as load_spec reads it
+        spec_arg = str(Path(spec_arg).parent)
+    if is_model_dir(spec_arg):
+        try:
+            return _safetensors(spec_arg, spec)
+        except BadInputError as exc:  # the count stands on config.json alone; say what failed
+            return StoredWeights(spec_arg, "safetensors", (), 0, 0, total_parameters(spec),
+                                 (f"the checkpoint cannot be read: {exc.message}",))
+    return None

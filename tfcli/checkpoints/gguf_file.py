@@ -242,12 +242,21 @@ def _open_regular(path: Path) -> int:
 
 
 def is_gguf(path: str | Path) -> bool:
-    """A regular file starting with the GGUF magic."""
+    """A regular file starting with the GGUF magic and not named as a YAML spec (a .yaml file
+    is a spec, whatever its first bytes). Opened without blocking and checked to be a regular
+    file before any read: open() of a FIFO would wait for a writer forever."""
+    if str(path).endswith((".yaml", ".yml")):
+        return False
     try:
-        with open(path, "rb") as f:
-            return Path(path).is_file() and f.read(4) == GGUF_MAGIC
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):  # ValueError: a NUL byte in the name
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, 4) == GGUF_MAGIC
     except OSError:
         return False
+    finally:
+        os.close(fd)
 
 
 def read_gguf(path: str | Path, keep: Collection[str] = ()) -> GGUFFile:

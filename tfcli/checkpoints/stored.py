@@ -116,7 +116,19 @@ def _stored_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     return shapes[0]
 
 
-def _expected(table: Table, spec: Spec) -> dict[str, tuple[int, ...]]:
+def _base(table: Table, names: set[str]) -> str:
+    """The base-model prefix the names use (`model.` in a LlamaForCausalLM), as the loader finds it."""
+    return next((b for b in table.bases if f"{b}{table.anchor}" in names), table.bases[0])
+
+
+def _canonical(table: Table, name: str) -> str:
+    for old, new in table.renames:
+        if name.endswith(old):
+            return name[: -len(old)] + new
+    return name
+
+
+def _expected(table: Table, spec: Spec, base: str) -> dict[str, tuple[int, ...]]:
     """Stored name -> expected stored shape, for every tensor the spec's arrays come from."""
     shapes = _spec_shapes(spec)
     expected: dict[str, tuple[int, ...]] = {}
@@ -128,22 +140,24 @@ def _expected(table: Table, spec: Spec) -> dict[str, tuple[int, ...]]:
             for e in range(spec.n_experts) if "{e}" in rule.hf else [0]:
                 ours = [p.format(i=i, e=e) for p in rule.ours]
                 if all(p in shapes for p in ours):
-                    name = rule.hf.format(base="", i=i, e=e)
+                    name = rule.hf.format(base=base, i=i, e=e)
                     expected[name] = _stored_shape(rule, [shapes[p] for p in ours])
     return expected
 
 
 def differences(table: Table, spec: Spec, tensors: list[StoredTensor]) -> tuple[str, ...]:
     """Each way the stored tensors differ from the spec's arrays, by tensor name."""
-    expected = _expected(table, spec)
-    stored = {t.name: t for t in tensors}
+    stored = {_canonical(table, t.name): t for t in tensors}
+    expected = _expected(table, spec, _base(table, set(stored)))
     out = [f"missing {name} {list(shape)}" for name, shape in expected.items() if name not in stored]
-    for t in tensors:
-        if t.name not in expected:
-            if not (spec.tie_embeddings and t.name in table.tied_copies):
+    ignored = [re.compile(pattern) for pattern in table.ignored]
+    for name, t in stored.items():
+        if name not in expected:
+            if not (spec.tie_embeddings and name in table.tied_copies
+                    or any(p.search(name) for p in ignored)):
                 out.append(f"unexpected {t.name} {list(t.shape)}")
-        elif expected[t.name] != t.shape:
-            out.append(f"{t.name} is {list(t.shape)}, the spec's is {list(expected[t.name])}")
+        elif expected[name] != t.shape:
+            out.append(f"{t.name} is {list(t.shape)}, the spec's is {list(expected[name])}")
     return tuple(out)
 
 
