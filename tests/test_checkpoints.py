@@ -177,8 +177,8 @@ def test_invalid_json(tmp_path: Path) -> None:
 
 def test_unknown_model_type_lists_supported() -> None:
     with pytest.raises(BadInputError) as info:
-        spec_from_config({"model_type": "falcon"}, "x")
-    assert "model_type 'falcon' is not supported" in info.value.message
+        spec_from_config({"model_type": "mamba"}, "x")  # a state-space model
+    assert "model_type 'mamba' is not supported" in info.value.message
     assert all(kind in info.value.message for kind in SUPPORTED_MODEL_TYPES)
 
 

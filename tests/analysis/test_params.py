@@ -31,6 +31,7 @@ REFERENCE_TOTALS = {
     "phi-2": 2_779_683_840,
     "stablelm-2-1.6b": 1_644_515_328,
     "olmo-2-7b": 7_298_617_344,
+    "falcon-7b": 6_921_720_704,
     "phi-3-mini": 3_821_079_552,
     "t5-small": 60_506_624,
     "transformer-base": 63_082_496,  # derivation in the spec's comment

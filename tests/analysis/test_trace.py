@@ -22,7 +22,7 @@ HUGE = {"llama-2-70b"}  # 3.4 GB per block
 BIG |= {"qwen2.5-7b", "qwen3-8b"}
 BIG |= {"phi-3-mini"}
 BIG |= {"pythia-1.4b", "gpt-j-6b", "phi-2", "stablelm-2-1.6b"}
-BIG |= {"olmo-2-7b"}
+BIG |= {"olmo-2-7b", "falcon-7b"}
 
 # B=2, T=3, d=8, H=2, Hkv=1 (GQA), dh=4, d_ff=16, V=11, biases, learned positions, tied head.
 TINY = Spec(name="tiny", family="decoder", vocab_size=11, max_seq_len=16, d_model=8, n_heads=2,

@@ -56,6 +56,8 @@ TINY = {
     "stablelm": transformers.StableLmConfig(hidden_size=16, intermediate_size=32,
                                             num_attention_heads=2, num_key_value_heads=1,
                                             num_hidden_layers=2, vocab_size=50, num_labels=3),
+    "falcon": transformers.FalconConfig(hidden_size=16, num_attention_heads=2, num_hidden_layers=2,
+                                        vocab_size=50, bias=True, num_labels=3),
     "t5": transformers.T5Config(d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
                                 num_decoder_layers=3, vocab_size=50),
 }

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from transformers import Olmo2Config, Olmo2ForCausalLM, PreTrainedModel
+from transformers import FalconConfig, FalconForCausalLM, Olmo2Config, Olmo2ForCausalLM, PreTrainedModel
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.test_hf_parity import F32
@@ -42,10 +42,40 @@ def _olmo2_gqa_bias() -> PreTrainedModel:
                                         tie_word_embeddings=True))
 
 
+SMALL_FALCON = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
+                "vocab_size": VOCAB, "max_position_embeddings": 64, "rope_theta": 1000.0}
+
+
+def _falcon_mqa() -> PreTrainedModel:
+    """Falcon-7B's recipe: one key/value head, parallel attention from one norm; with biases."""
+    return FalconForCausalLM(FalconConfig(**SMALL_FALCON, bias=True))
+
+
+def _falcon_new() -> PreTrainedModel:
+    """Falcon-40B's: new_decoder_architecture, 2 key/value groups, ln_attn and ln_mlp, untied."""
+    return FalconForCausalLM(FalconConfig(**SMALL_FALCON, new_decoder_architecture=True,
+                                          num_kv_heads=2, tie_word_embeddings=False))
+
+
+def _falcon_new_one_norm() -> PreTrainedModel:
+    """Falcon 2's: new_decoder_architecture with one shared norm; biases, a wider MLP."""
+    return FalconForCausalLM(FalconConfig(**SMALL_FALCON, new_decoder_architecture=True,
+                                          num_kv_heads=2, num_ln_in_parallel_attn=1, bias=True,
+                                          ffn_hidden_size=96))
+
+
+def _falcon_sequential() -> PreTrainedModel:
+    """parallel_attn false: the sequential block; every head its own key/value ((H, 3, dh))."""
+    return FalconForCausalLM(FalconConfig(**SMALL_FALCON, multi_query=False, parallel_attn=False,
+                                          bias=True))
+
+
 CASES: dict[str, Callable[[], PreTrainedModel]] = {
-    "olmo2": _olmo2, "olmo2-gqa-bias": _olmo2_gqa_bias,
+    "olmo2": _olmo2, "olmo2-gqa-bias": _olmo2_gqa_bias, "falcon-mqa": _falcon_mqa,
+    "falcon-new": _falcon_new, "falcon-new-one-norm": _falcon_new_one_norm,
+    "falcon-sequential": _falcon_sequential,
 }
-GREEDY = ["olmo2"]
+GREEDY = ["olmo2", "falcon-mqa", "falcon-new"]
 
 
 def _build(name: str, path: Path, std: float | None = None) -> PreTrainedModel:

@@ -64,6 +64,10 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
     "phi3": _decoder_family("Phi3", qa_head=None),
     "olmo2": {"Olmo2ForCausalLM": LM, "Olmo2Model": BARE,
               "Olmo2ForSequenceClassification": Architecture(False, "score")},
+    "falcon": {"FalconForCausalLM": LM, "FalconModel": BARE,
+               "FalconForSequenceClassification": Architecture(False, "score"),
+               "FalconForTokenClassification": Architecture(False, "classifier"),
+               "FalconForQuestionAnswering": Architecture(False, "qa_outputs")},
     "gpt_neox": {
         "GPTNeoXForCausalLM": LM, "GPTNeoXModel": BARE,
         "GPTNeoXForSequenceClassification": Architecture(False, "score"),

@@ -98,7 +98,7 @@ def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]
         return shapes[0][::-1]
     if rule.transform == "split3":
         return (*shapes[0][:-1], sum(s[-1] for s in shapes))
-    if rule.transform in ("split_linear", "split_heads3"):  # nn.Linear (sum, in), or its bias
+    if rule.transform in ("split_linear", "split_heads3", "split_grouped_qkv"):  # (sum, in) / bias
         return (sum(s[-1] for s in shapes), *shapes[0][:-1])
     return shapes[0]
 
@@ -117,6 +117,8 @@ def convert(rule: Rule, array: Array, shapes: list[tuple[int, ...]],
     (`d_head`: the spec's head width, which `split_heads3` cuts at)."""
     if rule.transform == "split_heads3":
         return _split_heads3(array, d_head)
+    if rule.transform == "split_grouped_qkv":
+        return _split_grouped_qkv(array, shapes, d_head)
     if rule.transform == "linear":
         # nn.Linear (out, in) -> (in, out) as a transposed view; arrange_weights then copies
         # only the matrices whose layout differs (not the down and output projections)
@@ -142,6 +144,22 @@ def _split_heads3(array: Array, d_head: int | None) -> list[Array]:
     heads = array.reshape(-1, 3, d_head, *rest)  # (H, 3, dh, *rest)
     # (H, dh, *rest) -> (H dh, *rest) -> (in, H dh): arrange_weights lays them out for decoding
     return [heads[:, j].reshape(-1, *rest).T for j in range(3)]
+
+
+def _split_grouped_qkv(array: Array, shapes: list[tuple[int, ...]],
+                       d_head: int | None) -> list[Array]:
+    """Falcon's query_key_value: an nn.Linear whose rows are grouped per key/value head,
+    (n_kv, g + 2, dh, in) - the group's g query heads, then its key, then its value - or its
+    bias -> wq (in, H dh), wk and wv (in, n_kv dh), or the biases. Multi-query is one group of
+    every head; the old (H, 3, dh) layout is H groups of one."""
+    if not d_head:
+        raise ValueError("split_grouped_qkv needs the spec's d_head")
+    q_width, kv_width = shapes[0][-1], shapes[1][-1]
+    group, rest = q_width // kv_width, array.shape[1:]  # rest: (in,) for the weight, () bias
+    groups = array.reshape(kv_width // d_head, group + 2, d_head, *rest)  # (n_kv, g + 2, dh, ..)
+    parts = (groups[:, :group], groups[:, group], groups[:, group + 1])
+    # each (n_kv [, g], dh, *rest) -> (width, *rest), in memory of its own -> (in, width)
+    return [_owned(p.reshape(w, *rest)).T for p, w in zip(parts, (q_width, kv_width, kv_width))]
 
 
 def canonical_names(table: Table, names: list[str]) -> dict[str, str]:

@@ -14,7 +14,9 @@ Transforms: `copy` keeps the array; `linear` transposes torch nn.Linear's (out, 
 last axis; `split_linear` transposes a fused nn.Linear (sum of widths, in) and cuts it into the
 rule's arrays at the widths the spec gives them (Phi-3's qkv_proj: q | k | v, unequal under GQA;
 gate_up_proj: gate | up); `split_heads3` is that for a fused q/k/v whose rows are head-major,
-each head's q, k, v together (GPT-NeoX's query_key_value, (H, 3, d_head, in)).
+each head's q, k, v together (GPT-NeoX's query_key_value, (H, 3, d_head, in));
+`split_grouped_qkv` cuts Falcon's query_key_value, grouped per key/value head: (n_kv, heads
+per group + 2, d_head, in), the group's queries, then its key and value.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Literal
 
 from tfcli.spec import Spec
 
-Transform = Literal["copy", "linear", "split3", "split_linear", "split_heads3"]
+Transform = Literal["copy", "linear", "split3", "split_linear", "split_heads3",
+                    "split_grouped_qkv"]
 
 
 def always(spec: Spec) -> bool:

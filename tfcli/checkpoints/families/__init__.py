@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfcli.checkpoints.families import bert, gpt2, llama, olmo2, phi3, t5
+from tfcli.checkpoints.families import bert, falcon, gpt2, llama, olmo2, phi3, t5
 from tfcli.checkpoints.families import gpt_neox, gptj, phi, stablelm
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
@@ -40,5 +40,6 @@ FAMILIES: dict[str, Family] = {
     "stablelm": Family(stablelm.DEFAULTS, stablelm.read, stablelm.TABLE),
     "phi3": Family(phi3.DEFAULTS, phi3.read, phi3.TABLE),
     "olmo2": Family(olmo2.DEFAULTS, olmo2.read, olmo2.TABLE),
+    "falcon": Family(falcon.DEFAULTS, falcon.read, falcon.TABLE),
 }
 TABLES: dict[str, Table] = {kind: family.table for kind, family in FAMILIES.items()}
