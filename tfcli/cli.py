@@ -168,7 +168,7 @@ def schema_cmd() -> None:
 @command("import-config")
 def import_config_cmd(
     directory: Annotated[str, typer.Argument(
-        help="Hugging Face model directory with config.json, or a GGUF file.")],
+        help="Hugging Face model directory with config.json, a Hub id (org/name), or a GGUF file.")],
 ) -> None:
     """Turn a Hugging Face config.json (or a GGUF file's metadata) into a tfcli spec (YAML on
     stdout).
@@ -178,7 +178,14 @@ def import_config_cmd(
     from tfcli.checkpoints import spec_from_config_dir, spec_to_yaml
     from tfcli.checkpoints.gguf_file import is_gguf
 
-    if is_gguf(directory):
+    from tfcli.spec_io import hub_ref
+
+    ref = hub_ref(directory)
+    if ref is not None:
+        from tfcli.checkpoints.hub import fetch_config
+
+        spec = spec_from_config_dir(fetch_config(ref))
+    elif is_gguf(directory):
         from tfcli.checkpoints.gguf_spec import spec_from_gguf_file
 
         spec = spec_from_gguf_file(directory)

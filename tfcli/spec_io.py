@@ -53,22 +53,48 @@ def bundled_spec_path(name: str) -> Path:
     return Path(str(resources.files("tfcli").joinpath(BUNDLED_DIR).joinpath(f"{name}.yaml")))
 
 
+def is_bundled_name(arg: str) -> bool:
+    return "/" not in arg and not arg.endswith((".yaml", ".yml")) and arg in bundled_spec_names()
+
+
+def _exists(arg: str) -> bool:
+    try:
+        return Path(arg).exists()
+    except OSError as exc:  # ENAMETOOLONG, EACCES on a parent: exists() only hides ENOENT & co
+        raise SpecError(arg, [Problem("", f"cannot be read: {exc.strerror or exc}")]) from None
+
+
+def hub_ref(arg: str) -> Any:
+    """The Hub reference (tfcli.checkpoints.hub.HubRef) `arg` names, or None: an argument is a
+    Hub id only when it is neither a bundled name nor a local path (see resolve_spec_path)."""
+    if not arg or is_bundled_name(arg) or _exists(arg):
+        return None
+    from tfcli.checkpoints.hub import parse_hub_id  # no huggingface_hub import here
+
+    return parse_hub_id(arg)
+
+
 def resolve_spec_path(arg: str) -> Path:
-    """A path as given, or the bundled spec of that name; a clear error otherwise."""
+    """Where a SPEC argument's spec comes from, in this order: a bundled name (`gpt2`: a local
+    folder of that name does not shadow it; `./gpt2` names the folder), a local file or model
+    directory, then a Hugging Face Hub id (`org/name[@revision]`: its config.json, fetched to
+    the Hub cache, whose snapshot folder is returned). A clear error otherwise."""
     if not arg:  # Path('') is the current folder: `tfcli run ""` would load whatever is here
         raise SpecError("''", [Problem("", "an empty spec name: give a spec file, a bundled "
                                            "spec name or a model directory")])
-    path = Path(arg)
-    try:
-        if path.exists():
-            return path
-    except OSError as exc:  # ENAMETOOLONG, EACCES on a parent: exists() only hides ENOENT & co
-        raise SpecError(arg, [Problem("", f"cannot be read: {exc.strerror or exc}")]) from None
-    if "/" not in arg and not arg.endswith((".yaml", ".yml")) and arg in bundled_spec_names():
+    if is_bundled_name(arg):
         return bundled_spec_path(arg)
+    if _exists(arg):
+        return Path(arg)
+    ref = hub_ref(arg)
+    if ref is not None:
+        from tfcli.checkpoints.hub import fetch_config
+
+        return fetch_config(ref)
     names = bundled_spec_names()
     hint = _did_you_mean(arg, names)
-    raise SpecError(arg, [Problem("", f"no such file or bundled spec{hint} (bundled: {', '.join(names)})")])
+    raise SpecError(arg, [Problem("", f"no such file, bundled spec or Hub id (org/name){hint} "
+                                      f"(bundled: {', '.join(names)})")])
 
 
 def is_model_dir(path: str | os.PathLike[str]) -> bool:

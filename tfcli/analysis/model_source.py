@@ -15,7 +15,7 @@ from tfcli.engine.init import init_weights
 from tfcli.engine.weights import Weights
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
-from tfcli.spec_io import is_model_dir, load_spec
+from tfcli.spec_io import hub_ref, is_model_dir, load_spec
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,11 @@ def load_model(spec_arg: str, *, weights_dir: str | None = None, layers: int | N
     command (weights + activations + ...; default: the weights alone); it runs before any
     weight exists, and the command is refused, with the figures, when it would not fit."""
     np_dtype = numpy_dtype(dtype)
+    ref = hub_ref(spec_arg) if weights_dir is None else None
+    if ref is not None:  # a Hub id: its whole checkpoint, then read as a local model directory
+        from tfcli.checkpoints.hub import fetch_checkpoint
+
+        spec_arg = str(fetch_checkpoint(ref))
     checkpoint = _checkpoint_dir(spec_arg, weights_dir)
     spec = load_spec(checkpoint if checkpoint and weights_dir is None else spec_arg)
     if layers is not None:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from tfcli.checkpoints.families import FAMILIES
 from tfcli.checkpoints.families.common import architecture_name, unsupported
 from tfcli.checkpoints.fields import Config, ConfigFields, int_literal, shown
+from tfcli.checkpoints.hub import repo_of_snapshot
 from tfcli.checkpoints.heads import (
     ARCHITECTURE_TYPES,
     ARCHITECTURES,
@@ -185,4 +186,6 @@ def spec_from_config_dir(path: str | Path) -> Spec:
     """The Spec of a Hugging Face model directory, from its config.json (or given that file:
     the spec is still named after the directory)."""
     file = config_file(path)
-    return spec_from_config(read_config(path), source=str(file.parent), file=str(file))
+    # a snapshot of the Hub cache is named for its repository, not its commit folder
+    source = repo_of_snapshot(file.parent) or str(file.parent)
+    return spec_from_config(read_config(path), source=source, file=str(file))
