@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tfcli.checkpoints.families import bert, falcon, gpt2, llama, olmo2, phi3, t5
 from tfcli.checkpoints.families import gpt_neox, gptj, phi, stablelm
+from tfcli.checkpoints.families import gemma
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.names import Table
@@ -40,6 +41,9 @@ FAMILIES: dict[str, Family] = {
     "stablelm": Family(stablelm.DEFAULTS, stablelm.read, stablelm.TABLE),
     "phi3": Family(phi3.DEFAULTS, phi3.read, phi3.TABLE),
     "olmo2": Family(olmo2.DEFAULTS, olmo2.read, olmo2.TABLE),
+    "gemma": Family(gemma.GEMMA_DEFAULTS, gemma.read_gemma, gemma.GEMMA_TABLE),
+    "gemma2": Family(gemma.GEMMA2_DEFAULTS, gemma.read_gemma2, gemma.GEMMA2_TABLE),
+    "gemma3_text": Family(gemma.GEMMA3_DEFAULTS, gemma.read_gemma3, gemma.GEMMA2_TABLE),
     "falcon": Family(falcon.DEFAULTS, falcon.read, falcon.TABLE),
 }
 TABLES: dict[str, Table] = {kind: family.table for kind, family in FAMILIES.items()}
