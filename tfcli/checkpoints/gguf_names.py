@@ -49,10 +49,23 @@ def _gpt2_rules() -> list[Rule]:
     ]
 
 
+def _gemma_rules() -> list[Rule]:
+    layer, b = "blk.{i}", "decoder.blocks.{i}"
+    return [
+        *_llama_rules(),
+        rule(f"{layer}.post_attention_norm.weight", f"{b}.attn_post_norm.scale"),
+        rule(f"{layer}.post_ffw_norm.weight", f"{b}.ffn_post_norm.scale"),
+    ]
+
+
 LLAMA = Table(bases=("",), anchor="token_embd.weight", rules=tuple(_llama_rules()),
               tied_copies=("output.weight",))
 GPT2 = Table(bases=("",), anchor="token_embd.weight", rules=tuple(_gpt2_rules()),
              tied_copies=("output.weight",))
 
+GEMMA = Table(bases=("",), anchor="token_embd.weight", rules=tuple(_gemma_rules()),
+              tied_copies=("output.weight",))
+
 # GGUF general.architecture -> its table
-GGUF_TABLES: dict[str, Table] = {"llama": LLAMA, "qwen2": LLAMA, "qwen3": LLAMA, "gpt2": GPT2}
+GGUF_TABLES: dict[str, Table] = {"llama": LLAMA, "qwen2": LLAMA, "qwen3": LLAMA, "gpt2": GPT2,
+                                 "gemma2": GEMMA, "gemma3": GEMMA}

@@ -120,8 +120,45 @@ def _gpt2(gguf: GGUFFile, m: Metadata) -> Fields:
     }
 
 
+# What a Gemma GGUF leaves out, transformers takes from Gemma2Config() / Gemma3TextConfig()
+# defaults when it loads the file (query_pre_attn_scalar 256, the layer patterns, Gemma 3's
+# local RoPE base 10,000 and Gemma 2's soft-caps 50 / 30); so does tfcli.
+GEMMA_QUERY_PRE_ATTN_SCALAR = 256.0
+GEMMA_PATTERNS = {"gemma2": ["local", "global"], "gemma3": ["local"] * 5 + ["global"]}
+GEMMA2_SOFTCAPS = {"attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}
+
+
+def _gemma(gguf: GGUFFile, m: Metadata) -> Fields:
+    """Gemma 2 / 3: GeGLU (tanh GELU), sandwich norms with (1 + w), sqrt(d) embedding scale,
+    tied head, local/global layers; Gemma 3 adds per-head q/k norms and a local RoPE base."""
+    d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
+    fields: Fields = {
+        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
+        "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,
+        "n_kv_heads": m.integer("attention.head_count_kv", n_heads),
+        "d_head": m.integer("attention.key_length", d_model // n_heads),
+        "n_layers": m.integer("block_count"), "d_ff": m.integer("feed_forward_length"),
+        "activation": "geglu_tanh", "norm": "rmsnorm", "norm_unit_offset": True,
+        "norm_placement": "sandwich", "norm_eps": m.number("attention.layer_norm_rms_epsilon"),
+        "positions": "rope", "rope_theta": m.number("rope.freq_base", 10000.0), "bias": False,
+        "attention_scale": GEMMA_QUERY_PRE_ATTN_SCALAR ** -0.5, "scale_embeddings": True,
+        "tie_embeddings": "output.weight" not in gguf.names(), "lm_head": True,
+        "sliding_window": m.integer("attention.sliding_window"),
+        "layer_pattern": GEMMA_PATTERNS[m.arch],
+    }
+    if m.arch == "gemma2":
+        fields["attn_logit_softcap"] = m.number("attn_logit_softcapping",
+                                                GEMMA2_SOFTCAPS["attn_logit_softcapping"])
+        fields["final_logit_softcap"] = m.number("final_logit_softcapping",
+                                                 GEMMA2_SOFTCAPS["final_logit_softcapping"])
+    else:
+        fields |= {"qk_norm": "per_head", "rope_local_theta": 10000.0}
+    return fields
+
+
 READERS: dict[str, Callable[[GGUFFile, Metadata], Fields]] = {
     "llama": _llama_like, "qwen2": _llama_like, "qwen3": _llama_like, "gpt2": _gpt2,
+    "gemma2": _gemma, "gemma3": _gemma,
 }
 
 

@@ -33,6 +33,9 @@ from tfcli.spec import Spec
 GGUF_EXTRA = "pip install 'tfcli[gguf]'"
 # llama.cpp architectures whose converter permuted q and k (convert_hf_to_gguf.py LlamaModel)
 PERMUTED_QK = frozenset({"llama"})
+# ... and those whose converter stored every norm weight as 1 + w (llama.cpp's RMSNorm scales
+# by w; Gemma's by 1 + w): transformers subtracts the 1 again (Gemma2TensorProcessor), as here
+PLUS_ONE_NORMS = frozenset({"gemma2", "gemma3"})
 
 
 def _dequantize() -> Any:
@@ -62,8 +65,10 @@ class GGUFSource:
         self._tensors = {t.name: t for t in gguf.tensors}
         self._data = np.memmap(gguf.path, dtype=np.uint8, mode="r")
         self._dequantize = _dequantize()
-        permuted = gguf_architecture(gguf) in PERMUTED_QK
+        arch = gguf_architecture(gguf)
+        permuted = arch in PERMUTED_QK
         self._heads = {"attn_q": spec.n_heads, "attn_k": spec.kv_heads} if permuted else {}
+        self._norm_offset = 1.0 if arch in PLUS_ONE_NORMS else 0.0
 
     def shape(self, name: str) -> tuple[int, ...]:
         return self._tensors[name].shape
@@ -79,6 +84,8 @@ class GGUFSource:
         role = name.split(".")[-2] if name.startswith("blk.") else ""
         if role in self._heads:
             array = unpermute(array, self._heads[role])
+        if self._norm_offset and name.endswith("norm.weight"):
+            array = array - self._norm_offset
         return np.ascontiguousarray(array, dtype=dtype)
 
 
