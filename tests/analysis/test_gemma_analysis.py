@@ -78,3 +78,20 @@ def test_plain_specs_have_no_new_rows() -> None:
     report = build_trace(make_spec("llama_gqa"), seq_len=5)
     assert not {"softcap", "embed_scale"} & {r.op for r in report.rows}
     assert "Soft-capping" not in report.convention
+
+
+def test_the_staged_replay_runs_each_block_as_its_kind() -> None:
+    """finite.py replays a pass block by block (to name the first non-finite stage): on a
+    hybrid stack its output equals the forward pass's, the global block unwindowed."""
+    import numpy as np
+
+    from tfcli.analysis.finite import _stages
+    from tfcli.engine.init import init_weights
+    from tfcli.engine.model import forward
+
+    spec = make_spec("gemma_hybrid", n_layers=3)
+    weights = init_weights(spec, seed=2, dtype=np.float64)
+    tokens = np.random.default_rng(0).integers(0, spec.vocab_size, size=(2, 9))
+    *_, (where, logits) = _stages(spec, weights, tokens, None)
+    assert where == "the output logits"
+    np.testing.assert_allclose(logits, forward(spec, weights, tokens).logits, rtol=1e-12, atol=1e-12)

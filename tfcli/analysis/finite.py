@@ -19,7 +19,7 @@ import numpy as np
 from tfcli.analysis.model_source import Model
 from tfcli.arrays import Array
 from tfcli.engine.inputs import StackInput
-from tfcli.engine.model import ForwardOutput, embed, forward_hidden, output_logits
+from tfcli.engine.model import ForwardOutput, embed, forward_hidden, layer_specs, output_logits
 from tfcli.engine.weights import StackWeights, Weights, named_arrays
 from tfcli.errors import BadInputError, CheckFailedError
 from tfcli.spec import Spec
@@ -83,9 +83,11 @@ def _stack_stages(spec: Spec, stack: StackWeights, x: Array, *, causal: bool, na
     """A stack run one block at a time (same maths as forward_hidden: it is forward_hidden on
     one-block stacks sharing the stack's relative-position table), then its final norm."""
     n_blocks = len(stack.blocks)
+    # a layer_pattern's block i runs as its own kind (a one-block stack would be block 0's)
+    views = layer_specs(spec, n_blocks) if spec.layer_pattern else [spec] * n_blocks
     for i, block in enumerate(stack.blocks):
         one = StackWeights([block], None, stack.relative_bias)
-        x = forward_hidden(spec, one, x, StackInput.over(x.shape[1], causal, None, encoder_out))
+        x = forward_hidden(views[i], one, x, StackInput.over(x.shape[1], causal, None, encoder_out))
         yield f"{name} block {i} (of {n_blocks})", x
     if stack.final_norm is not None:
         x = forward_hidden(spec, StackWeights([], stack.final_norm), x,
