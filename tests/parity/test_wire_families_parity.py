@@ -3,7 +3,9 @@ one or two norms, fused query_key_value in its three layouts) against transforme
 models saved, loaded through tfcli, compared logit by logit on a batch right-padded and one
 left-padded; greedy generation token for token; `tfcli generate --check-cache`.
 
-Tolerance: float32 rtol = atol = 1e-4 (tests/parity/test_hf_parity.py's F32). Only the real
+Tolerances: float32 rtol = atol = 1e-4 (tests/parity/test_hf_parity.py's F32); float64 rtol
+1e-10, atol 1e-12 with transformers' float32 islands (RMSNorm, the RoPE tables) swapped for the
+same formulas in float64 and attention through "sdpa", as in test_hf_parity.py. Only the real
 (unpadded) positions are compared.
 """
 
@@ -17,9 +19,11 @@ import numpy as np
 import pytest
 import torch
 from transformers import FalconConfig, FalconForCausalLM, Olmo2Config, Olmo2ForCausalLM, PreTrainedModel
+from transformers.models.falcon import modeling_falcon as falcon
+from transformers.models.olmo2 import modeling_olmo2 as olmo2
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.test_hf_parity import F32
+from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64, _rope_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.weights import count_parameters
@@ -107,17 +111,19 @@ def _tokens() -> np.ndarray:
     return np.random.default_rng(1).integers(1, VOCAB, size=(BATCH, LENGTH))
 
 
-def _compare(model: PreTrainedModel, path: Path, mask: np.ndarray, positions: bool) -> None:
+def _compare(model: PreTrainedModel, path: Path, mask: np.ndarray, positions: bool,
+             dtype: type = np.float32) -> None:
     tokens = _tokens()
     pos = np.maximum(np.cumsum(mask, axis=1) - 1, 0) if positions else None
     with torch.no_grad():
         want = model(input_ids=torch.from_numpy(tokens), attention_mask=torch.from_numpy(mask),
                      position_ids=None if pos is None else torch.from_numpy(pos)).logits.numpy()
     spec = spec_from_config_dir(path)
-    got = forward(spec, load_weights(path, spec),
+    got = forward(spec, load_weights(path, spec, dtype=dtype),
                   ModelInput(tokens, attention_mask=mask, positions=pos)).logits
+    assert got.dtype == np.dtype(dtype)
     real = mask.astype(bool)
-    np.testing.assert_allclose(got[real], want[real], **F32)
+    np.testing.assert_allclose(got[real], want[real], **(F64 if dtype == np.float64 else F32))
 
 
 def test_right_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
@@ -131,6 +137,25 @@ def test_left_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Pa
     mask = np.ones((BATCH, LENGTH), dtype=np.int64)
     mask[1, :5] = 0
     _compare(*saved, mask, positions=True)
+
+
+@pytest.fixture
+def float64_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(olmo2.Olmo2RMSNorm, "forward", _rms_norm_f64)
+    for rope in (olmo2.Olmo2RotaryEmbedding, falcon.FalconRotaryEmbedding):
+        monkeypatch.setattr(rope, "forward", _rope_f64)
+
+
+def test_float64_logits_match_transformers(saved: tuple[PreTrainedModel, Path],
+                                           float64_reference: None) -> None:
+    model, path = saved
+    model.double().set_attn_implementation("sdpa")
+    mask = np.ones((BATCH, LENGTH), dtype=np.int64)
+    mask[1, -4:] = 0
+    try:
+        _compare(model, path, mask, positions=False, dtype=np.float64)
+    finally:
+        model.float().set_attn_implementation("eager")
 
 
 def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
