@@ -202,6 +202,8 @@ def _parse_yaml(text: str, source: str) -> tuple[dict[str, Any], dict[str, int]]
         reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         # PyYAML quotes the offending anchor or character: a 100 kB alias name stays 100 kB.
         raise SpecError(source, [Problem("", f"YAML syntax error: {clip(reason)}", line)]) from None
+    except ValueError as exc:  # PyYAML int()s a %YAML directive's version: 5,000 digits raise
+        raise SpecError(source, [Problem("", f"YAML syntax error: {clip(str(exc))}", 1)]) from None
     if data is None:
         raise SpecError(source, [Problem("", "is empty; expected a mapping of spec fields")])
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
