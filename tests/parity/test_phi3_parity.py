@@ -29,6 +29,7 @@ from transformers import Phi3Config, Phi3ForCausalLM, PreTrainedModel
 from transformers.models.phi3 import modeling_phi3 as phi3
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
+from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.layout import FUSED_GATE_UP, FUSED_QKV, fused_projection
@@ -77,18 +78,7 @@ CASES: dict[str, Callable[[], Phi3Config]] = {"mini-4k": _mini_4k, "longrope": _
 def _build(name: str, path: Path, std: float | None = None) -> PreTrainedModel:
     """The case's model with non-trivial norm weights (ones would hide a misplaced norm), saved
     as safetensors. `std` redraws the matrices (generation: logits far from ties)."""
-    torch.manual_seed(0)
-    model = Phi3ForCausalLM(CASES[name]())
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 1:
-                p.add_(torch.randn_like(p) * 0.1)
-            elif std is not None:
-                p.normal_(0.0, std)
-    model.set_attn_implementation("eager")
-    model.eval()
-    model.save_pretrained(path, safe_serialization=True)
-    return model
+    return save_random(lambda: Phi3ForCausalLM(CASES[name]()), path, std)
 
 
 @pytest.fixture(scope="module", params=list(CASES))

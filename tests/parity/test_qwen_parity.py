@@ -32,6 +32,7 @@ from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.weights import count_parameters
 from tfcli.params import total_parameters
 from tests.parity.greedy import hf_greedy, tfcli_greedy
+from tests.parity.saved_models import save_random
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -78,18 +79,7 @@ def _build(name: str, path: Path, std: float | None = None) -> PreTrainedModel:
     """The case's model with non-trivial norm weights and biases (their initial ones / zeros
     would hide a missing or misplaced one), saved as safetensors. `std` redraws the matrices
     (generation: logits far from ties, see test_generate_parity.py)."""
-    torch.manual_seed(0)
-    model = CASES[name]()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 1:
-                p.add_(torch.randn_like(p) * 0.1)
-            elif std is not None:
-                p.normal_(0.0, std)
-    model.set_attn_implementation("eager")
-    model.eval()
-    model.save_pretrained(path, safe_serialization=True)
-    return model
+    return save_random(CASES[name], path, std)
 
 
 @pytest.fixture(scope="module", params=list(CASES))

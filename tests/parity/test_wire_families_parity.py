@@ -23,6 +23,7 @@ from transformers.models.falcon import modeling_falcon as falcon
 from transformers.models.olmo2 import modeling_olmo2 as olmo2
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
+from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64, _rope_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
@@ -86,18 +87,7 @@ def _build(name: str, path: Path, std: float | None = None) -> PreTrainedModel:
     """The case's model with non-trivial norm weights and biases (their initial ones / zeros
     would hide a missing or misplaced one), saved as safetensors. `std` redraws the matrices
     (generation: logits far from ties, see test_generate_parity.py)."""
-    torch.manual_seed(0)
-    model = CASES[name]()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 1:
-                p.add_(torch.randn_like(p) * 0.1)
-            elif std is not None:
-                p.normal_(0.0, std)
-    model.set_attn_implementation("eager")
-    model.eval()
-    model.save_pretrained(path, safe_serialization=True)
-    return model
+    return save_random(CASES[name], path, std)
 
 
 @pytest.fixture(scope="module", params=list(CASES))
