@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
-import transformers
 
+from tests.parity.meta_totals import hf_total
 from tfcli.analysis.params_report import build_params_report
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.export import spec_to_yaml
@@ -58,20 +57,12 @@ CONFIGS: dict[str, tuple[dict[str, object], int, str]] = {
 }
 
 
-def _hf_total(config: dict[str, object]) -> int:
-    model_class = getattr(transformers, config["architectures"][0])  # type: ignore[index]
-    config_class = transformers.AutoConfig.for_model(str(config["model_type"])).__class__
-    hf_config = config_class(**{k: v for k, v in config.items() if k != "model_type"})
-    with torch.device("meta"):
-        model = model_class(hf_config)
-    return model.num_parameters()
-
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_total_equals_transformers_on_meta_device(name: str) -> None:
     config, published, _ = CONFIGS[name]
     spec = spec_from_config(config, source=name)
-    assert total_parameters(spec) == _hf_total(config) == published
+    assert total_parameters(spec) == hf_total(config) == published
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))

@@ -12,13 +12,11 @@ right length here (the real ones are read by the parity tests' small models).
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 import pytest
-import torch
-import transformers
 
+from tests.parity.meta_totals import hf_total
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.export import spec_to_yaml
 from tfcli.params import components, total_parameters
@@ -66,20 +64,12 @@ CONFIGS: dict[str, tuple[dict[str, object], int | None, str | None]] = {
 }
 
 
-def _hf_total(config: dict[str, object]) -> int:
-    # a deep copy: transformers fills its defaults into the rope dict it is given, in place
-    given = copy.deepcopy({k: v for k, v in config.items() if k != "model_type"})
-    hf_config = transformers.Phi3Config(**given)
-    with torch.device("meta"):
-        model = getattr(transformers, config["architectures"][0])(hf_config)  # type: ignore[index]
-    return model.num_parameters()
-
 
 @pytest.mark.parametrize("name", list(CONFIGS))
 def test_total_equals_transformers_on_meta_device(name: str) -> None:
     config, published, _ = CONFIGS[name]
     total = total_parameters(spec_from_config(config, source=name))
-    assert total == _hf_total(config)
+    assert total == hf_total(config)
     assert published is None or total == published
 
 
