@@ -27,7 +27,7 @@ from tfcli.checkpoints.families import TABLES
 from tfcli.engine.init import init_weights
 from tfcli.engine.weights import named_arrays
 from tfcli.errors import BadInputError
-from tfcli.params import EVERY, Component, components
+from tfcli.params import EVERY, Component, block_indices, components
 from tfcli.spec import Spec
 from tfcli.spec_io import bundled_spec_names, load_spec
 
@@ -59,6 +59,11 @@ def small(spec: Spec) -> Spec:
         changes["rotary_dim"] = 2  # partial rotary stays partial
     if spec.family == "encoder-decoder":
         changes |= {"n_encoder_layers": 2, "n_decoder_layers": 3}  # unequal: stacks kept apart
+    if spec.n_experts > 8:  # Qwen MoE's 60 / 128 experts: 4, two routed
+        changes |= {"n_experts": 4, "experts_per_token": 2}
+    if spec.n_experts:  # experts and shared experts keep widths of their own
+        changes |= {"expert_d_ff": 16} if spec.expert_d_ff is not None else {}
+        changes |= {"shared_expert_d_ff": 24} if spec.shared_expert_d_ff is not None else {}
     return spec.replace(**changes)
 
 
@@ -80,8 +85,8 @@ def concrete(pattern: str, spec: Spec) -> list[str]:
     if f".{EVERY}" not in pattern:
         return [pattern]
     head, tail = pattern.split(f".{EVERY}", 1)
-    count = spec.n_experts if head.endswith(".experts") else _layers(spec, pattern)
-    return [p for i in range(count) for p in concrete(f"{head}.{i}{tail}", spec)]
+    indices = range(spec.n_experts) if head.endswith(".experts") else block_indices(spec, pattern)
+    return [p for i in indices for p in concrete(f"{head}.{i}{tail}", spec)]
 
 
 def engine_shapes(spec: Spec) -> dict[str, tuple[int, ...]]:

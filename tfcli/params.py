@@ -86,8 +86,9 @@ def _qk_norms(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
             for c in _norm(spec, f"{name}.{x}_norm", f"{path}.{x}_norm", ATTENTION, repeat, width)]
 
 
-def _dense_ffn(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
-    d, f = spec.d_model, spec.d_ff
+def _dense_ffn(spec: Spec, name: str, path: str, repeat: int,
+               width: int | None = None) -> list[Component]:
+    d, f = spec.d_model, width or spec.d_ff
     out = [Component(f"{name}.up.weight", FFN, (d, f), repeat, path=f"{path}.w_up")]
     if spec.gated:
         out.append(Component(f"{name}.gate.weight", FFN, (d, f), repeat, path=f"{path}.w_gate"))
@@ -101,13 +102,42 @@ def _dense_ffn(spec: Spec, name: str, path: str, repeat: int) -> list[Component]
 
 
 def _ffn(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
-    if not spec.n_experts:
-        return _dense_ffn(spec, f"{name}.ffn", f"{path}.ffn", repeat)
-    router = Component(f"{name}.router.weight", FFN, (spec.d_model, spec.n_experts), repeat,
+    """The FFN of `repeat` blocks: dense, MoE, or (moe_layer_step, dense_layers) both, each
+    component repeated over the blocks of its kind (`*` then stands for those blocks)."""
+    moe = spec.moe_layer_count(repeat)
+    dense = _dense_ffn(spec, f"{name}.ffn", f"{path}.ffn", repeat - moe) if moe < repeat else []
+    if not moe:
+        return dense
+    router = Component(f"{name}.router.weight", FFN, (spec.d_model, spec.n_experts), moe,
                        path=f"{path}.ffn.router")
     experts = _dense_ffn(spec, f"{name}.experts", f"{path}.ffn.experts.{EVERY}",
-                         repeat * spec.n_experts)
-    return [router, *experts]
+                         moe * spec.n_experts, spec.expert_width)
+    return [*dense, router, *experts, *_shared_experts(spec, name, f"{path}.ffn", moe)]
+
+
+def _shared_experts(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
+    """Shared experts as one FFN of their summed width, and Qwen2-MoE's (d_model, 1) gate."""
+    if not spec.n_shared_experts:
+        return []
+    out = _dense_ffn(spec, f"{name}.shared_experts", f"{path}.shared", repeat, spec.shared_width)
+    if spec.shared_expert_gate:
+        out.append(Component(f"{name}.shared_gate", FFN, (spec.d_model, 1), repeat,
+                             path=f"{path}.shared_gate"))
+    return out
+
+
+_MOE_FIELDS = ("router", "experts", "shared", "shared_gate")  # a block's `ffn.<field>` of MoE
+
+
+def block_indices(spec: Spec, path: str) -> range | list[int]:
+    """The blocks `stack.blocks.*.<rest>` stands for: every block of the stack; an FFN array of
+    a stack mixing dense and MoE blocks, only the blocks of its kind."""
+    layers = spec.encoder_layers if path.startswith("encoder.") else spec.decoder_layers
+    rest = path.split(f".blocks.{EVERY}.", 1)[-1].split(".")
+    if not spec.mixed_ffn_layers or rest[0] != "ffn":
+        return range(layers)
+    moe = len(rest) > 1 and rest[1] in _MOE_FIELDS
+    return [i for i in range(layers) if spec.moe_layer(i) == moe]
 
 
 def _stack(spec: Spec, stack: str, n_layers: int, cross: bool) -> list[Component]:
@@ -181,11 +211,12 @@ def total_parameters(spec: Spec) -> int:
 
 
 def inactive_expert_parameters(spec: Spec) -> int:
-    """Expert weights a token does not touch: (n_experts - experts_per_token) experts per block."""
+    """Expert weights a token does not touch: (n_experts - experts_per_token) routed experts
+    per MoE block (shared experts, the router and dense blocks are all active)."""
     if not spec.n_experts:
         return 0
-    per_expert = sum(c.per_instance for c in _dense_ffn(spec, "e", "e", 1))
-    layers = spec.encoder_layers + spec.decoder_layers
+    per_expert = sum(c.per_instance for c in _dense_ffn(spec, "e", "e", 1, spec.expert_width))
+    layers = sum(spec.moe_layer_count(n) for n in (spec.encoder_layers, spec.decoder_layers))
     return (spec.n_experts - spec.experts_per_token) * per_expert * layers
 
 

@@ -146,6 +146,27 @@ class Spec(BaseModel):
     # mixture of experts
     n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")
     experts_per_token: int = Field(0, ge=0, description="Experts routed per token (top-k).")
+    expert_d_ff: int | None = Field(
+        None, gt=0, description="Hidden width of each routed expert (Qwen moe_intermediate_size);"
+        " default d_ff. d_ff stays the width of the dense FFN layers. Needs n_experts.")
+    n_shared_experts: int = Field(
+        0, ge=0, description="Experts every token runs besides its routed ones, added to their "
+        "output (Qwen2-MoE 1). Needs n_experts.")
+    shared_expert_d_ff: int | None = Field(
+        None, gt=0, description="Hidden width of each shared expert (Qwen2-MoE "
+        "shared_expert_intermediate_size); default expert_d_ff. Needs n_shared_experts.")
+    shared_expert_gate: bool = Field(
+        False, description="Scale the shared experts' output by sigmoid(x . w), w (d_model, 1) "
+        "(Qwen2-MoE shared_expert_gate). Needs n_shared_experts.")
+    moe_layer_step: int = Field(
+        1, gt=0, description="Layer i (from 0) is MoE when i + 1 is a multiple of it (Qwen "
+        "decoder_sparse_step); the others run the dense FFN of d_ff. Decoder only.")
+    dense_layers: list[int] | None = Field(
+        None, max_length=1024, description="Layers (from 0) that run the dense FFN of d_ff "
+        "instead of experts (Qwen mlp_only_layers). Decoder only; default none.")
+    norm_topk_prob: bool = Field(
+        True, description="Renormalise the k routed weights to sum to 1 (Mixtral); false: the "
+        "softmax probabilities over all experts as they are (Qwen norm_topk_prob false).")
 
     # engine
     init_std: float = Field(0.02, gt=0, description="Std of random initial weights.")
@@ -154,6 +175,7 @@ class Spec(BaseModel):
     def _resolve(self) -> Spec:
         _check_heads(self)
         _check_moe(self)
+        _check_moe_layout(self)
         _check_family_fields(self)
         _check_relative(self)
         _check_gemma(self)
@@ -221,6 +243,35 @@ class Spec(BaseModel):
     def post_sublayer_norms(self) -> bool:
         """Blocks carry attn_post_norm / ffn_post_norm (norm_placement sublayer_post, sandwich)."""
         return self.norm != "none" and self.norm_placement in ("sublayer_post", "sandwich")
+
+    @property
+    def expert_width(self) -> int:
+        """Hidden width of one routed expert: expert_d_ff, else d_ff."""
+        return self.expert_d_ff or self.d_ff
+
+    @property
+    def shared_width(self) -> int:
+        """Hidden width of the shared experts as one FFN (n experts summed = their hidden units
+        side by side): n_shared_experts x (shared_expert_d_ff, else expert_width); 0 without."""
+        return self.n_shared_experts * (self.shared_expert_d_ff or self.expert_width)
+
+    @property
+    def mixed_ffn_layers(self) -> bool:
+        """Some blocks of an MoE stack run the dense FFN (moe_layer_step, dense_layers)."""
+        return bool(self.n_experts) and (self.moe_layer_step != 1 or bool(self.dense_layers))
+
+    def moe_layer(self, i: int) -> bool:
+        """Block i runs the experts (else the dense FFN of d_ff)."""
+        return (bool(self.n_experts) and (i + 1) % self.moe_layer_step == 0
+                and i not in (self.dense_layers or ()))
+
+    def moe_layer_count(self, layers: int) -> int:
+        """How many of the first `layers` blocks are MoE, counted without listing them."""
+        if not self.n_experts:
+            return 0
+        step = self.moe_layer_step
+        dense = {i for i in self.dense_layers or () if i < layers and (i + 1) % step == 0}
+        return layers // step - len(dense)
 
     @property
     def gated(self) -> bool:
@@ -296,6 +347,32 @@ def _check_moe(spec: Spec) -> None:
         )
     if spec.n_experts and not spec.experts_per_token:
         raise SpecConsistencyError("experts_per_token", "must be at least 1 when n_experts > 0")
+
+
+def _check_moe_layout(spec: Spec) -> None:
+    """Expert widths, shared experts, which layers are MoE: each needs experts to mean anything."""
+    changed = {"expert_d_ff": spec.expert_d_ff is not None, "n_shared_experts":
+               spec.n_shared_experts > 0, "moe_layer_step": spec.moe_layer_step != 1,
+               "dense_layers": spec.dense_layers is not None, "norm_topk_prob": not spec.norm_topk_prob}
+    for field, is_set in changed.items():
+        if is_set and not spec.n_experts:
+            raise SpecConsistencyError(field, "needs n_experts > 0")
+    for field in ("shared_expert_d_ff", "shared_expert_gate"):
+        if getattr(spec, field) not in (None, False) and not spec.n_shared_experts:
+            raise SpecConsistencyError(field, "needs n_shared_experts > 0")
+    if (changed["moe_layer_step"] or changed["dense_layers"]) and spec.family != "decoder":
+        field = "moe_layer_step" if changed["moe_layer_step"] else "dense_layers"
+        raise SpecConsistencyError(field, "only applies to family 'decoder'")
+    layers = spec.dense_layers or []
+    bad = [i for i in layers if not 0 <= i < spec.n_layers]
+    if bad:
+        raise SpecConsistencyError("dense_layers", f"layer {bad[0]} is not one of the "
+                                   f"{spec.n_layers:,} layers (0 to {spec.n_layers - 1:,})")
+    if len(set(layers)) != len(layers):
+        raise SpecConsistencyError("dense_layers", "lists a layer twice")
+    if spec.n_experts and not spec.moe_layer_count(spec.n_layers):
+        raise SpecConsistencyError("dense_layers" if layers else "moe_layer_step",
+                                   "leaves no MoE layer (set n_experts: 0)")
 
 
 def _check_family_fields(spec: Spec) -> None:

@@ -174,8 +174,10 @@ def _expected_block(spec, stack, i, b, t, s_cross=None):
         attn(f"{stack}.{i}.cross_attn", s_cross)
     p = f"{stack}.{i}.ffn"
     rows.extend([(p, "norm", (b, t, d))] if pre and spec.parallel_residual != "one_norm" else [])
-    if spec.n_experts:
+    if spec.moe_layer(i):
         rows.extend([(p, "router", (b, t, spec.n_experts)), (p, "experts", (b, t, d))])
+        rows.extend([(p, "shared_gate", (b, t, 1))] if spec.shared_expert_gate else [])
+        rows.extend([(p, "shared_experts", (b, t, d))] if spec.n_shared_experts else [])
     else:
         rows.append((p, "ffn_up", (b, t, f)))
         rows.extend([(p, "ffn_gate", (b, t, f))] if spec.gated else [])

@@ -216,7 +216,8 @@ def forward_activation_bytes(spec: Spec, batch: int, length: int, keys: int,
     stream and its norm, Q/K/V and the merged heads, the FFN hidden (x3: up, gate, product), the
     score blocks in flight, and a T5 relative bias (H, T, S)."""
     s, tokens = spec, batch * length
-    ffn_width = s.d_ff * (s.experts_per_token or 1) if s.n_experts else s.d_ff
+    ffn_width = max(s.d_ff, s.expert_width * s.experts_per_token + s.shared_width) \
+        if s.n_experts else s.d_ff
     per_token = (4 * s.d_model + (2 * s.n_heads + 2 * s.kv_heads) * s.head_dim + 3 * ffn_width)
     block = min(length, max(MIN_QUERY_BLOCK, QUERY_BLOCK_BYTES // (s.n_heads * keys * itemsize)))
     scores = 2 * batch * s.n_heads * block * keys * min(_workers(), -(-length // block))

@@ -124,9 +124,9 @@ def _activation_flops(spec: Spec) -> int:
     return ACTIVATION_FLOPS + (1 if spec.gated else 0)
 
 
-def _dense_ffn_token_flops(spec: Spec) -> int:
-    """One token through one dense FFN (up, gate, activation, down)."""
-    d, f, bias = spec.d_model, spec.d_ff, bool(spec.ffn_bias)
+def _dense_ffn_token_flops(spec: Spec, width: int | None = None) -> int:
+    """One token through one dense FFN (up, gate, activation, down) of hidden `width` (d_ff)."""
+    d, f, bias = spec.d_model, width or spec.d_ff, bool(spec.ffn_bias)
     up = _linear_flops(1, d, f, bias) * (2 if spec.gated else 1)
     return up + _activation_flops(spec) * f + _linear_flops(1, f, d, bias)
 
@@ -157,7 +157,8 @@ def convention_text(spec: Spec, dtype: str) -> str:
     encoder_decoder = spec.family == "encoder-decoder"
     per_token = "batch x (src_len + tgt_len)" if encoder_decoder else "batch x seq_len"
     k = spec.experts_per_token
-    moe = f" MoE experts: only the {k} routed experts per token." if spec.n_experts else ""
+    moe = f" MoE experts: only the {k} routed experts per token{_moe_text(spec)}." \
+        if spec.n_experts else ""
     qk = (" q/k norms (qk_norm): the norm figure per element of q and of k."
           if spec.qk_norm != "none" else "") + _gemma_text(spec)
     parallel = (" Parallel residual: one residual_add row per block, after the FFN, 2 FLOPs per "
@@ -177,6 +178,21 @@ def convention_text(spec: Spec, dtype: str) -> str:
         f"{MAX_LISTED_BLOCKS} blocks lists block 0, then blocks 1..L-1 as one row named for its stack and range (e.g. 'decoder.1-79') "
         "(identical blocks), their figures summed."
     )
+
+
+def _moe_text(spec: Spec) -> str:
+    """The convention for shared experts, their gate and dense blocks of an MoE stack."""
+    parts = []
+    if spec.n_shared_experts:
+        parts.append(f", plus the {spec.n_shared_experts} shared expert(s) on every token (one "
+                     f"FFN of width {spec.shared_width:,}, its add into the output 1 per element)")
+    if spec.shared_expert_gate:
+        parts.append(", their sigmoid gate 2 d_model per token for x.w, the activation figure "
+                     "and 1 per element for the scaling")
+    if spec.mixed_ffn_layers:
+        parts.append(f"; {spec.moe_layer_count(spec.decoder_layers):,} of "
+                     f"{spec.decoder_layers:,} blocks are MoE, the others dense (d_ff)")
+    return "".join(parts)
 
 
 def _rotary_note(spec: Spec) -> str:
@@ -259,6 +275,11 @@ class _Tracer:
         s = self.spec
         layers = s.encoder_layers if stack == "encoder" else s.decoder_layers
         listed = layers if layers <= MAX_LISTED_BLOCKS else 1
+        uniform_tail = s.moe_layer_step == 1 and set(s.dense_layers or ()) <= {0}
+        if listed < layers and not uniform_tail:  # blocks 1..L-1 differ: no one row for them
+            raise BadInputError(f"{s.name}: trace lists every block of a stack that mixes dense "
+                                f"and MoE blocks, at most {MAX_LISTED_BLOCKS}; it has "
+                                f"{layers:,} (use --layers)")
         for i in range(listed):
             self.block(stack, i, layers, length, memory_len)
         if listed < layers:  # blocks 1..L-1 are identical: one block's rows, times L-1
@@ -280,7 +301,7 @@ class _Tracer:
         if memory_len is not None:
             self.attention(f"{stack}.{i}.cross_attn", f"{w}.cross_attn", f"{w}.cross_norm",
                            layers, length, memory_len, NOTHING)
-        self.ffn(f"{stack}.{i}.ffn", w, layers, length)
+        self.ffn(f"{stack}.{i}.ffn", w, layers, length, i)
 
     def norm(self, path: str, prefix: str, layers: int, length: int, placement: str) -> None:
         """A norm row where the spec's norm_placement puts one: before the sublayer ("pre"),
@@ -331,14 +352,16 @@ class _Tracer:
         if s.parallel_residual == "off":  # parallel: one residual add, after the FFN
             self.residual(path, norm, layers, T)
 
-    def ffn(self, path: str, w: str, layers: int, length: int) -> None:
-        parallel = self.spec.parallel_residual
+    def ffn(self, path: str, w: str, layers: int, length: int, i: int) -> None:
+        """Block i's FFN sublayer; MoE or dense rows own their arrays per block of that kind."""
+        s, parallel = self.spec, self.spec.parallel_residual
         if parallel != "one_norm":  # one_norm: the FFN reads the attention's norm output
             self.norm(path, f"{w}.ffn_norm", layers, length, "pre")
-        if self.spec.n_experts:
-            self.moe(path, f"{w}.ffn", layers, length)
+        moe = s.moe_layer_count(layers)
+        if s.moe_layer(i):
+            self.moe(path, f"{w}.ffn", moe, length)
         else:
-            self.dense_ffn(path, f"{w}.ffn", layers, length)
+            self.dense_ffn(path, f"{w}.ffn", layers - moe, length)
         self.norm(path, f"{w}.ffn_post_norm", layers, length, "body")
         if parallel == "off":
             self.residual(path, f"{w}.ffn_norm", layers, length)
@@ -365,9 +388,17 @@ class _Tracer:
         x, routed = (self.batch, length, s.d_model), (self.batch, length, s.n_experts)
         router = _linear_flops(tokens, s.d_model, s.n_experts, False)
         self.add(path, "router", [x], routed, self.owned(f"{w}.router", blocks=layers), router)
-        experts = tokens * s.experts_per_token * _dense_ffn_token_flops(s)
+        experts = tokens * s.experts_per_token * _dense_ffn_token_flops(s, s.expert_width)
         self.add(path, "experts", [x, routed], x, self.owned(f"{w}.experts", blocks=layers),
                  experts)
+        if s.shared_expert_gate:  # sigmoid(x . w) (B, T, 1), then the shared output scaled by it
+            gate = _linear_flops(tokens, s.d_model, 1, False) + tokens * (ACTIVATION_FLOPS + s.d_model)
+            self.add(path, "shared_gate", [x], (*x[:2], 1),
+                     self.owned(f"{w}.shared_gate", blocks=layers), gate)
+        if s.n_shared_experts:  # one FFN of the summed width on every token, added to the output
+            shared = tokens * (_dense_ffn_token_flops(s, s.shared_width) + ADD_FLOPS * s.d_model)
+            self.add(path, "shared_experts", [x], x, self.owned(f"{w}.shared", blocks=layers),
+                     shared)
 
     def head(self, length: int) -> None:
         s, B, d = self.spec, self.batch, self.spec.d_model

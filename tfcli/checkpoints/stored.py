@@ -16,7 +16,7 @@ from math import prod
 from typing import Any
 
 from tfcli.checkpoints.names import Rule, Table
-from tfcli.params import EVERY, components
+from tfcli.params import EVERY, block_indices, components
 from tfcli.spec import Spec
 
 MAX_LISTED = 8  # differences named one by one; the rest are counted
@@ -101,9 +101,8 @@ def _concrete(spec: Spec, path: str) -> list[str]:
     if EVERY not in path:
         return [path]
     head, tail = path.split(f".{EVERY}", 1)
-    count = spec.n_experts if head.endswith("experts") else (
-        spec.encoder_layers if head.startswith("encoder") else spec.decoder_layers)
-    return [q for i in range(count) for q in _concrete(spec, f"{head}.{i}{tail}")]
+    indices = range(spec.n_experts) if head.endswith("experts") else block_indices(spec, path)
+    return [q for i in indices for q in _concrete(spec, f"{head}.{i}{tail}")]
 
 
 def _stored_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:

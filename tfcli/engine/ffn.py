@@ -52,14 +52,15 @@ def _dense_columns(spec: Spec, w: FFNWeights, x: Array, out: Array) -> None:
     GFLOP/s by rows, 104-118 by hidden units (2 cores). In a whole forward pass the gain was
     within the machine's noise (308 vs 321 ms, best of 12 alternating runs at N=128).
     """
-    width = -(-spec.d_ff // WORKERS)  # ceil
-    partials = np.empty((-(-spec.d_ff // width), *out.shape), dtype=out.dtype)  # (W, n, d)
+    d_ff = w.w_down.shape[0]  # spec.d_ff, or an expert's width
+    width = -(-d_ff // WORKERS)  # ceil
+    partials = np.empty((-(-d_ff // width), *out.shape), dtype=out.dtype)  # (W, n, d)
 
     def hidden_units(c0: int, c1: int) -> None:
         hidden = _hidden_slice(spec, w, x, c0, c1)  # (n, c)
         np.matmul(hidden, w.w_down[c0:c1], out=partials[c0 // width])  # (n, c) @ (c, d)
 
-    parallel_for(spec.d_ff, width, hidden_units)
+    parallel_for(d_ff, width, hidden_units)
     np.add.reduce(partials, axis=0, out=out)  # (W, n, d) -> (n, d)
     if w.b_down is not None:
         out += w.b_down
@@ -78,12 +79,12 @@ def dense_ffn(spec: Spec, w: FFNWeights, x: Array, probe: Probe = NO_PROBE) -> A
         out = _dense_rows(spec, w, flat)  # (N, d)
     else:
         out = np.empty((n_rows, w.w_down.shape[1]), dtype=np.result_type(x, w.w_down))
-        slice_width = -(-spec.d_ff // WORKERS)
+        slice_width = -(-w.w_down.shape[0] // WORKERS)
         cap = max(MIN_SPLIT_ROWS, HIDDEN_SLICE_BYTES // (slice_width * x.itemsize))
         rows = -(-n_rows // -(-n_rows // cap))  # equal rounds of at most cap rows
         for r0 in range(0, n_rows, rows):
             _dense_columns(spec, w, flat[r0 : r0 + rows], out[r0 : r0 + rows])
-    hidden = (*x.shape[:-1], spec.d_ff)
+    hidden = (*x.shape[:-1], w.w_down.shape[0])  # d_ff, or an expert's width
     probe("ffn_up", hidden)
     if spec.gated:
         probe("ffn_gate", hidden)
@@ -92,16 +93,29 @@ def dense_ffn(spec: Spec, w: FFNWeights, x: Array, probe: Probe = NO_PROBE) -> A
     return out.reshape(*x.shape[:-1], out.shape[-1])  # (N, d) -> (..., d)
 
 
-def route(router_logits: Array, k: int) -> tuple[Array, Array]:
-    """Top-k routing as HF Mixtral: softmax over all experts, keep the k largest, renormalise.
+def route(router_logits: Array, k: int, renormalise: bool = True) -> tuple[Array, Array]:
+    """Top-k routing as HF Mixtral / Qwen MoE: softmax over all experts, keep the k largest,
+    renormalise them to sum to 1 (spec.norm_topk_prob; off: the probabilities as they are).
 
-    router_logits (N, E) -> expert ids (N, k) and weights (N, k) summing to 1 per token.
+    router_logits (N, E) -> expert ids (N, k) and weights (N, k).
     """
     probs = softmax_(router_logits.copy())  # (N, E)
     top = np.argsort(-probs, axis=-1, kind="stable")[:, :k]  # (N, k), ties -> lower expert id
     weights = np.take_along_axis(probs, top, axis=-1)  # (N, k)
-    weights /= weights.sum(axis=-1, keepdims=True)
+    if renormalise:
+        weights /= weights.sum(axis=-1, keepdims=True)
     return top, weights
+
+
+def shared_experts(spec: Spec, w: MoEWeights, x: Array) -> Array:
+    """The shared experts on every token, x (N, d) -> (N, d): one dense FFN of their summed
+    width, scaled by sigmoid(x w_gate) with a gate (Qwen2-MoE shared_expert_gate)."""
+    y = dense_ffn(spec, w.shared, x)  # type: ignore[arg-type]  # (N, d)
+    if w.shared_gate is not None:
+        gate = x @ w.shared_gate  # (N, d) @ (d, 1) -> (N, 1)
+        with np.errstate(over="ignore"):  # exp overflows to inf: sigmoid 0, as it should
+            y *= 1.0 / (1.0 + np.exp(-gate))
+    return y
 
 
 def moe_ffn(spec: Spec, w: MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Array:
@@ -110,7 +124,7 @@ def moe_ffn(spec: Spec, w: MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Arr
     flat = x.reshape(-1, x.shape[-1])  # (B, T, d) -> (N, d)
     logits = flat @ w.router  # (N, d) -> (N, E)
     probe("router", (*x.shape[:-1], logits.shape[-1]))
-    top, weights = route(logits, spec.experts_per_token)  # (N, k) x2
+    top, weights = route(logits, spec.experts_per_token, spec.norm_topk_prob)  # (N, k) x2
     out = np.zeros_like(flat)  # (N, d)
     for expert_id, expert in enumerate(w.experts):
         token_ids, slot = np.nonzero(top == expert_id)  # a token picks an expert at most once
@@ -118,9 +132,13 @@ def moe_ffn(spec: Spec, w: MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Arr
             y = dense_ffn(spec, expert, flat[token_ids])  # (n_e, d)
             y *= weights[token_ids, slot][:, None]
             out[token_ids] += y
-    out = out.reshape(x.shape)  # (N, d) -> (B, T, d)
-    probe("experts", out.shape)
-    return out
+    probe("experts", x.shape)
+    if w.shared is not None:
+        out += shared_experts(spec, w, flat)  # (N, d)
+        if w.shared_gate is not None:
+            probe("shared_gate", (*x.shape[:-1], 1))
+        probe("shared_experts", x.shape)
+    return out.reshape(x.shape)  # (N, d) -> (B, T, d)
 
 
 def ffn(spec: Spec, w: FFNWeights | MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Array:

@@ -125,9 +125,10 @@ class Initializer:
             w.bo = self.zeros(s.d_model)
         return w
 
-    def dense_ffn(self) -> FFNWeights:
-        """Drawn up, down, then gate; laid out, gate and up are one (gate | up) array."""
-        s = self.spec
+    def dense_ffn(self, width: int | None = None) -> FFNWeights:
+        """Drawn up, down, then gate; laid out, gate and up are one (gate | up) array. `width`:
+        the hidden width (an expert's), default d_ff."""
+        s = self.spec.model_copy(update={"d_ff": width}) if width else self.spec
         fused = s.gated and self.laid_out
         if fused:
             gate, up = self._column_views(s.d_model, s.d_ff, s.d_ff)
@@ -145,21 +146,26 @@ class Initializer:
                 w.b_up, w.b_gate = self.zeros(s.d_ff), self.zeros(s.d_ff) if s.gated else None
         return w
 
-    def ffn(self) -> FFNWeights | MoEWeights:
+    def ffn(self, layer: int = 0) -> FFNWeights | MoEWeights:
         s = self.spec
-        if not s.n_experts:
+        if not s.moe_layer(layer):
             return self.dense_ffn()
         router = self.normal(s.d_model, s.n_experts)
-        return MoEWeights(router, [self.dense_ffn() for _ in range(s.n_experts)])
+        width = s.expert_d_ff  # None: d_ff, drawn as before
+        w = MoEWeights(router, [self.dense_ffn(width) for _ in range(s.n_experts)])
+        if s.n_shared_experts:
+            w.shared = self.dense_ffn(s.shared_width)
+            w.shared_gate = self.normal(s.d_model, 1) if s.shared_expert_gate else None
+        return w
 
-    def block(self, cross: bool = False) -> BlockWeights:
+    def block(self, cross: bool = False, layer: int = 0) -> BlockWeights:
         s = self.spec
         # sublayer_post has norms on the sublayers' outputs only; a one_norm parallel block
         # feeds the FFN from attn_norm's output
         attn_norm = None if s.norm_placement == "sublayer_post" else self.norm()
         ffn_norm = (None if s.norm_placement == "sublayer_post" or s.parallel_residual == "one_norm"
                     else self.norm())
-        b = BlockWeights(attn_norm, self.attention(), ffn_norm, self.ffn())
+        b = BlockWeights(attn_norm, self.attention(), ffn_norm, self.ffn(layer))
         if s.post_sublayer_norms:
             b.attn_post_norm, b.ffn_post_norm = self.norm(), self.norm()
         if self.spec.qk_norm != "none":
@@ -172,7 +178,7 @@ class Initializer:
     def stack(self, n_layers: int, cross: bool) -> StackWeights:
         s = self.spec
         rel = self.normal(s.relative_buckets, s.n_heads) if s.positions == "relative" else None
-        blocks = [self.block(cross) for _ in range(n_layers)]
+        blocks = [self.block(cross, i) for i in range(n_layers)]
         return StackWeights(blocks, self.norm() if s.final_norm else None, rel)
 
     def weights(self) -> Weights:

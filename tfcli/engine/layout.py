@@ -144,6 +144,10 @@ def arrange_weights(weights: Weights) -> Weights:
                 _arrange_attention(block.cross_attn, fuse=False)
             if isinstance(block.ffn, MoEWeights):
                 block.ffn.router = np.ascontiguousarray(block.ffn.router)
+                if block.ffn.shared is not None:
+                    _arrange_ffn(block.ffn.shared)
+                if block.ffn.shared_gate is not None:
+                    block.ffn.shared_gate = np.ascontiguousarray(block.ffn.shared_gate)
             for ffn in block.ffn.experts if isinstance(block.ffn, MoEWeights) else [block.ffn]:
                 _arrange_ffn(ffn)
     if weights.lm_head is None:  # tied (or headless: then the order does not matter)

@@ -49,7 +49,9 @@ class FFNWeights:
 @dataclass
 class MoEWeights:
     router: Array  # (d_model, n_experts), no bias
-    experts: list[FFNWeights]
+    experts: list[FFNWeights]  # each of hidden width spec.expert_width
+    shared: FFNWeights | None = None  # the shared experts as one FFN of spec.shared_width
+    shared_gate: Array | None = None  # (d_model, 1): sigmoid gate on the shared output
 
 
 @dataclass
