@@ -176,3 +176,57 @@ def test_without_huggingface_hub_the_message_names_the_extra(tmp_path: Path) -> 
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=os.environ | {"HF_HOME": str(tmp_path)}, timeout=60)
     assert result.returncode == 2 and "pip install 'tfcli[hub]'" in result.stderr
+
+
+# get_safetensors_metadata answered from a local safetensors file: the range requests it makes
+# are huggingface_hub's own; what is tested is what tfcli does with the headers it returns.
+FAKE_HEADERS = """
+import sys
+from pathlib import Path
+import huggingface_hub
+from huggingface_hub.utils._safetensors import (SafetensorsFileMetadata,
+                                                SafetensorsRepoMetadata, TensorInfo)
+from tfcli.checkpoints.safetensors_header import read_entries
+
+FILE, DROP, REPO = sys.argv[1:4]
+
+def fake(repo_id, revision=None, **_):
+    entries = read_entries(Path(FILE))
+    drop = DROP
+    tensors = {n: TensorInfo(e.dtype, list(e.shape), (0, e.nbytes))
+               for n, e in entries.items() if n != drop}
+    file = SafetensorsFileMetadata(metadata={}, tensors=tensors)
+    return SafetensorsRepoMetadata(metadata=None, sharded=False,
+                                   weight_map={n: "model.safetensors" for n in tensors},
+                                   files_metadata={"model.safetensors": file})
+
+huggingface_hub.get_safetensors_metadata = fake
+from tfcli.cli import main
+sys.argv = ["tfcli", "params", REPO, "--format", "json"]
+main()
+"""
+
+
+@pytest.mark.parametrize("drop", ["", "model.layers.1.mlp.up_proj.weight"])
+def test_params_compares_the_hub_headers(tmp_path: Path, drop: str) -> None:
+    weights = tmp_path / "weights"
+    transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)).save_pretrained(weights)
+    _cache(tmp_path, "tiny-org/tiny-llama")  # config.json only: the headers come from the Hub
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    environ |= {"HF_HOME": str(tmp_path), "HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}"}
+    result = subprocess.run([sys.executable, "-c", FAKE_HEADERS, str(weights / "model.safetensors"),
+                             drop, "tiny-org/tiny-llama"], capture_output=True, text=True,
+                            env=environ, timeout=120)
+    assert result.returncode == 0, result.stderr
+    stored = json.loads(result.stdout)["stored_weights"]
+    assert stored["format"] == "safetensors on the Hub"
+    if drop:
+        assert stored["differences"] == [f"missing {drop} [32, 16]"]
+    else:
+        assert stored["equal"] and stored["parameters"] == TINY_TOTAL
+
+
+def test_params_offline_has_no_hub_headers(tmp_path: Path) -> None:
+    _cache(tmp_path, "tiny-org/tiny-llama")
+    result = _tfcli(tmp_path, "params", "tiny-org/tiny-llama", "--format", "json", HF_HUB_OFFLINE="1")
+    assert result.returncode == 0 and json.loads(result.stdout)["stored_weights"] is None

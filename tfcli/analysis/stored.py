@@ -1,6 +1,6 @@
 """The checkpoint-header section of `tfcli params`: what the SPEC argument's checkpoint stores,
-beside the spec's count - a GGUF file's tensors, or a model directory's safetensors headers
-(no tensor data is read, NumPy is not imported)."""
+beside the spec's count - a GGUF file's tensors, a model directory's safetensors headers, or a
+Hub repository's (by range requests) - no tensor data is read, NumPy is not imported."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tfcli.checkpoints.stored import StoredTensor, StoredWeights, stored_weights
 from tfcli.errors import BadInputError
 from tfcli.params import total_parameters
 from tfcli.spec import Spec
-from tfcli.spec_io import is_model_dir
+from tfcli.spec_io import hub_ref, is_model_dir
 
 
 def _gguf(path: str, spec: Spec) -> StoredWeights:
@@ -39,6 +39,27 @@ def _safetensors(folder: str, spec: Spec) -> StoredWeights | None:
     return stored_weights(folder, fmt, table, spec, tensors, total_parameters(spec))
 
 
+def _hub(spec_arg: str, spec: Spec) -> StoredWeights | None:
+    """A Hub id's safetensors headers, fetched by range requests (none offline)."""
+    from tfcli.checkpoints.hub import fetch_config, remote_tensors
+
+    ref = hub_ref(spec_arg)
+    folder = fetch_config(ref)  # cached by load_spec already
+    config = read_config(folder)
+    table = TABLES[model_type(config, str(folder / "config.json"))]
+    try:
+        found = remote_tensors(ref)
+    except BadInputError as exc:
+        return StoredWeights(spec_arg, "safetensors on the Hub", (), 0, 0, total_parameters(spec),
+                             (f"the checkpoint headers cannot be read: {exc.message}",))
+    if found is None:
+        return None
+    tensors = [StoredTensor(*entry) for entry in found]
+    quantized = config.get("quantization_config")
+    fmt = "safetensors on the Hub" + (f", {_quant_method(quantized)}-quantised" if quantized else "")
+    return stored_weights(spec_arg, fmt, table, spec, tensors, total_parameters(spec))
+
+
 def _quant_method(quantized: object) -> str:
     method = quantized.get("quant_method") if isinstance(quantized, dict) else None
     return method[:40] if isinstance(method, str) and method.isprintable() else "unknown"
@@ -48,6 +69,8 @@ def stored_for(spec_arg: str, spec: Spec) -> StoredWeights | None:
     """The stored-weights summary of `spec_arg` when it names a checkpoint, else None."""
     if is_gguf(spec_arg):
         return _gguf(spec_arg, spec)
+    if hub_ref(spec_arg) is not None:
+        return _hub(spec_arg, spec)
     if Path(spec_arg).name == "config.json" and Path(spec_arg).is_file():  # as load_spec reads it
         spec_arg = str(Path(spec_arg).parent)
     if is_model_dir(spec_arg):

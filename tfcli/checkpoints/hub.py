@@ -156,3 +156,22 @@ def repo_of_snapshot(folder: Path) -> str | None:
         return parts[-3].removeprefix("models--").replace("--", "/", 1)
     return None
 
+
+
+def remote_tensors(ref: HubRef) -> list[tuple[str, str, tuple[int, ...], int]] | None:
+    """(name, dtype, shape, bytes) of every tensor of the repository's safetensors files, from
+    their headers alone (huggingface_hub's get_safetensors_metadata: range requests, no
+    tensor data); None offline (HF_HUB_OFFLINE=1: nothing may be asked)."""
+    hub = _hub()
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return None
+    with _quiet():
+        try:
+            metadata = hub.get_safetensors_metadata(ref.repo, revision=ref.revision)
+        except Exception as exc:
+            raise _failure(ref, exc, "safetensors headers") from None
+    return [(name, info.dtype, tuple(info.shape), info.data_offsets[1] - info.data_offsets[0])
+            for file in metadata.files_metadata.values()
+            for name, info in sorted(file.tensors.items())]
