@@ -62,7 +62,11 @@ def test_a_removed_tensor_is_named(llama_dir: Path, tmp_path: Path) -> None:
 
 def test_a_quantised_checkpoint_says_so(llama_dir: Path, tmp_path: Path) -> None:
     quant = _copy(llama_dir, tmp_path / "q", config={"quantization_config": {"quant_method": "gptq"}})
-    assert _stored(quant)["format"] == "safetensors, gptq-quantised"
+    stored = _stored(quant)
+    assert stored["quantized"] == "gptq" and stored["equal"] is False
+    assert stored["bytes"] == 4 * SAVED and stored["differences"] == []
+    code, out, _ = run_in_memory("params", str(quant))
+    assert "gptq-quantised: the linear layers are stored packed" in out.replace("\n", " ")
 
 
 def test_an_unreadable_checkpoint_leaves_the_count(llama_dir: Path, tmp_path: Path) -> None:

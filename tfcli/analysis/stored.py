@@ -33,10 +33,10 @@ def _safetensors(folder: str, spec: Spec) -> StoredWeights | None:
     config = read_config(root)
     entries = checkpoint_entries(root)
     tensors = [StoredTensor(name, e.dtype, e.shape, e.nbytes) for name, e in sorted(entries.items())]
-    quantized = config.get("quantization_config")
-    fmt = "safetensors" if not quantized else f"safetensors, {_quant_method(quantized)}-quantised"
+    method = _quant_method(config.get("quantization_config"))
     table = TABLES[model_type(config, str(root / "config.json"))]
-    return stored_weights(folder, fmt, table, spec, tensors, total_parameters(spec))
+    return stored_weights(folder, "safetensors", table, spec, tensors, total_parameters(spec),
+                          method)
 
 
 def _hub(spec_arg: str, spec: Spec) -> StoredWeights | None:
@@ -55,14 +55,17 @@ def _hub(spec_arg: str, spec: Spec) -> StoredWeights | None:
     if found is None:
         return None
     tensors = [StoredTensor(*entry) for entry in found]
-    quantized = config.get("quantization_config")
-    fmt = "safetensors on the Hub" + (f", {_quant_method(quantized)}-quantised" if quantized else "")
-    return stored_weights(spec_arg, fmt, table, spec, tensors, total_parameters(spec))
+    return stored_weights(spec_arg, "safetensors on the Hub", table, spec, tensors,
+                          total_parameters(spec), _quant_method(config.get("quantization_config")))
 
 
 def _quant_method(quantized: object) -> str:
+    """A config's quantization_config method ("gptq", "awq", "bitsandbytes", "fp8"), "" when
+    it has none."""
+    if quantized is None:
+        return ""
     method = quantized.get("quant_method") if isinstance(quantized, dict) else None
-    return method[:40] if isinstance(method, str) and method.isprintable() else "unknown"
+    return method[:40] if isinstance(method, str) and method.isprintable() and method else "unknown"
 
 
 def stored_for(spec_arg: str, spec: Spec) -> StoredWeights | None:

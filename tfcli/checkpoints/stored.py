@@ -55,9 +55,15 @@ class StoredWeights:
     n_bytes: int
     spec_parameters: int
     differences: tuple[str, ...]  # empty: the file holds exactly the spec's arrays
+    # set for a quantised checkpoint (packed weights, scales, zero points): what was compared
+    quantized: str = ""
 
     @property
     def verdict(self) -> str:
+        if self.quantized:
+            return (f"{self.quantized}-quantised: the linear layers are stored packed with their "
+                    f"scales and zero points ({self.n_bytes:,} bytes in all), so the tensors are "
+                    "not compared shape for shape with the spec's")
         if not self.differences:
             return "equal: every tensor is the spec's, shape for shape"
         shown = list(self.differences[:MAX_LISTED])
@@ -68,7 +74,8 @@ class StoredWeights:
         return {
             "source": self.source, "format": self.format, "parameters": self.parameters,
             "bytes": self.n_bytes, "spec_parameters": self.spec_parameters,
-            "equal": not self.differences, "differences": list(self.differences),
+            "equal": not self.differences and not self.quantized,
+            "differences": list(self.differences), "quantized": self.quantized or None,
             "groups": [{"role": g.role, "dtype": g.dtype, "tensors": g.tensors,
                         "parameters": g.parameters, "bytes": g.n_bytes,
                         "bits_per_weight": g.bits_per_weight} for g in self.groups],
@@ -161,7 +168,11 @@ def differences(table: Table, spec: Spec, tensors: list[StoredTensor]) -> tuple[
 
 
 def stored_weights(source: str, fmt: str, table: Table, spec: Spec,
-                   tensors: list[StoredTensor], spec_parameters: int) -> StoredWeights:
+                   tensors: list[StoredTensor], spec_parameters: int,
+                   quantized: str = "") -> StoredWeights:
+    """The summary and verdict; a quantised checkpoint (`quantized`: its method) is summarised
+    by real bytes only - its packed tensors have other names and shapes by design."""
+    found = () if quantized else differences(table, spec, tensors)
     return StoredWeights(
         source, fmt, group_tensors(tensors), sum(prod(t.shape) for t in tensors),
-        sum(t.n_bytes for t in tensors), spec_parameters, differences(table, spec, tensors))
+        sum(t.n_bytes for t in tensors), spec_parameters, found, quantized)
