@@ -62,10 +62,13 @@ def test_trace_execute_matches_the_analytic_rows(invoke, model_dir: Path) -> Non
 
 
 def test_params_name_the_split_projections(invoke, model_dir: Path) -> None:  # noqa: ANN001
-    text = json.dumps(_json(invoke, "params", str(model_dir)))
+    report = _json(invoke, "params", str(model_dir))
+    text = json.dumps(report["components"])  # the spec's arrays; stored_weights names the file's
     for path in ("attn.wq", "attn.wk", "attn.wv", "ffn.w_gate", "ffn.w_up", "ffn.w_down"):
         assert f"decoder.blocks.*.{path}" in text
     assert "attn.bq" not in text and "qkv_proj" not in text
+    stored = report["stored_weights"]  # ... which holds the fused tensors, exactly the spec's
+    assert stored["equal"] and any("qkv_proj" in g["role"] for g in stored["groups"])
 
 
 def test_import_config_round_trips(invoke, model_dir: Path, tmp_path: Path) -> None:  # noqa: ANN001
