@@ -28,3 +28,20 @@ def save_random(make: Callable[[], PreTrainedModel], path: Path,
     model.eval()
     model.save_pretrained(path, safe_serialization=True)
     return model
+
+
+def assert_counts_match(model: PreTrainedModel, path: Path) -> None:
+    """One saved checkpoint counted four ways: transformers' parameters (tied ones once), the
+    spec imported from its config.json, the weights tfcli loads, and the safetensors headers
+    `tfcli params` reads (tensor by tensor: the verdict must be `equal`)."""
+    from tfcli.analysis.stored import stored_for
+    from tfcli.checkpoints import load_weights, spec_from_config_dir
+    from tfcli.engine.weights import count_parameters
+    from tfcli.params import total_parameters
+
+    spec = spec_from_config_dir(path)
+    hf_total = sum(p.numel() for p in model.parameters())
+    assert total_parameters(spec) == hf_total
+    assert count_parameters(load_weights(path, spec)) == hf_total
+    stored = stored_for(str(path), spec)
+    assert stored is not None and stored.differences == (), stored and stored.verdict

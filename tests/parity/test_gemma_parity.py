@@ -29,11 +29,10 @@ from transformers import (
 )
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
+from tests.parity.saved_models import assert_counts_match
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
-from tfcli.engine.weights import count_parameters
-from tfcli.params import total_parameters
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 WINDOW = 4  # shorter than the 12-token inputs and the prompts plus their new tokens
@@ -148,11 +147,7 @@ def test_imported_spec_uses_the_variants(saved: tuple[PreTrainedModel, Path]) ->
 
 
 def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
-    model, path = saved
-    spec = spec_from_config_dir(path)
-    hf_total = sum(p.numel() for p in model.parameters())
-    assert total_parameters(spec) == hf_total
-    assert count_parameters(load_weights(path, spec)) == hf_total
+    assert_counts_match(*saved)
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -44,11 +44,10 @@ from transformers.models.mistral import modeling_mistral as mistral
 from transformers.models.mixtral import modeling_mixtral as mixtral
 from transformers.models.t5 import modeling_t5 as t5
 
-from tfcli.params import total_parameters
+from tests.parity.saved_models import assert_counts_match
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.layout import fused_projection
-from tfcli.engine.weights import count_parameters
 
 VOCAB, BATCH, LENGTH = 128, 2, 12
 F32 = {"rtol": 1e-4, "atol": 1e-4}
@@ -244,10 +243,7 @@ def test_float64_outputs_match_transformers(saved: Saved, float64_reference: Non
 
 
 def test_parameter_count_matches_transformers(saved: Saved) -> None:
-    spec = spec_from_config_dir(saved.path)
-    hf_total = sum(p.numel() for p in saved.model.parameters())  # tied parameters once
-    assert total_parameters(spec) == hf_total
-    assert count_parameters(load_weights(saved.path, spec)) == hf_total
+    assert_counts_match(saved.model, saved.path)
 
 
 def test_loaded_checkpoints_are_laid_out_for_decoding(saved: Saved) -> None:

@@ -29,13 +29,11 @@ from transformers import Phi3Config, Phi3ForCausalLM, PreTrainedModel
 from transformers.models.phi3 import modeling_phi3 as phi3
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.saved_models import save_random
+from tests.parity.saved_models import assert_counts_match, save_random
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.layout import FUSED_GATE_UP, FUSED_QKV, fused_projection
 from tfcli.engine.model import ModelInput, forward
-from tfcli.engine.weights import count_parameters
-from tfcli.params import total_parameters
 
 VOCAB, LENGTH, NEW_TOKENS, ORIGINAL = 96, 40, 12, 16
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -169,11 +167,7 @@ def test_float64_logits_match_transformers(saved: tuple[PreTrainedModel, Path],
 
 
 def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
-    model, path = saved
-    spec = spec_from_config_dir(path)
-    hf_total = model.num_parameters()
-    assert total_parameters(spec) == hf_total
-    assert count_parameters(load_weights(path, spec)) == hf_total
+    assert_counts_match(*saved)
 
 
 def test_loaded_checkpoints_are_laid_out_for_decoding(saved: tuple[PreTrainedModel, Path]) -> None:

@@ -34,14 +34,12 @@ from transformers.models.phi import modeling_phi as phi
 from transformers.models.stablelm import modeling_stablelm as stablelm
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.saved_models import save_random
+from tests.parity.saved_models import assert_counts_match, save_random
 from tests.parity.test_hf_parity import F32, F64
 from tests.parity.test_hf_rope_scaling_parity import _rope_f64 as _scaled_rope_f64
 from tests.parity.test_hf_parity import _rope_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
-from tfcli.engine.weights import count_parameters
-from tfcli.params import total_parameters
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 # d_model 64, 4 heads of 16
@@ -168,11 +166,7 @@ def test_float64_logits_match_transformers(saved: tuple[PreTrainedModel, Path],
 
 
 def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
-    model, path = saved
-    spec = spec_from_config_dir(path)
-    hf_total = sum(p.numel() for p in model.parameters())
-    assert total_parameters(spec) == hf_total
-    assert count_parameters(load_weights(path, spec)) == hf_total
+    assert_counts_match(*saved)
 
 
 def test_left_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:

@@ -23,12 +23,10 @@ from transformers.models.falcon import modeling_falcon as falcon
 from transformers.models.olmo2 import modeling_olmo2 as olmo2
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.saved_models import save_random
+from tests.parity.saved_models import assert_counts_match, save_random
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64, _rope_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
-from tfcli.engine.weights import count_parameters
-from tfcli.params import total_parameters
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 PROMPTS = [[5, 17, 33, 2, 80], [9, 1, 4]]
@@ -149,11 +147,7 @@ def test_float64_logits_match_transformers(saved: tuple[PreTrainedModel, Path],
 
 
 def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
-    model, path = saved
-    spec = spec_from_config_dir(path)
-    hf_total = sum(p.numel() for p in model.parameters())
-    assert total_parameters(spec) == hf_total
-    assert count_parameters(load_weights(path, spec)) == hf_total
+    assert_counts_match(*saved)
 
 
 @pytest.mark.parametrize("name", GREEDY)

@@ -19,7 +19,7 @@ import numpy as np
 from tfcli.arrays import Array
 from tfcli.checkpoints.configs import config_file, model_type, read_config, spec_from_config_dir
 from tfcli.checkpoints.families import TABLES
-from tfcli.checkpoints.names import Rule, Table, engine_paths
+from tfcli.checkpoints.names import Rule, Table, engine_paths, expected_shape
 from tfcli.checkpoints.tensors import TensorSource
 from tfcli.engine.init import Initializer
 from tfcli.engine.layout import arrange_weights
@@ -90,17 +90,6 @@ def plan(table: Table, spec: Spec, base: str, slots: dict[str, Array],
             else:
                 missing.append(f"{hf} (for {', '.join(ours)})")
     return steps, missing
-
-
-def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-    """The checkpoint shape that `rule` turns into arrays of `shapes`."""
-    if rule.transform == "linear":
-        return shapes[0][::-1]
-    if rule.transform == "split3":
-        return (*shapes[0][:-1], sum(s[-1] for s in shapes))
-    if rule.transform in ("split_linear", "split_heads3", "split_grouped_qkv"):  # (sum, in) / bias
-        return (sum(s[-1] for s in shapes), *shapes[0][:-1])
-    return shapes[0]
 
 
 def _owned(array: Array) -> Array:

@@ -55,6 +55,18 @@ class Table:
     renames: tuple[tuple[str, str], ...] = ()  # (old suffix, new suffix)
 
 
+def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The checkpoint shape that `rule` turns into arrays of `shapes` (the loader checks it
+    before reading; `tfcli params` compares checkpoint headers with it)."""
+    if rule.transform == "linear":
+        return shapes[0][::-1]
+    if rule.transform == "split3":
+        return (*shapes[0][:-1], sum(s[-1] for s in shapes))
+    if rule.transform in ("split_linear", "split_heads3", "split_grouped_qkv"):  # (sum, in) / bias
+        return (sum(s[-1] for s in shapes), *shapes[0][:-1])
+    return shapes[0]
+
+
 def rule(hf: str, ours: str, transform: Transform = "copy",
          when: Callable[[Spec], bool] = always) -> Rule:
     return Rule(hf, (ours,), transform, when)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from tfcli.checkpoints.names import Rule, Table
+from tfcli.checkpoints.names import Table, expected_shape
 from tfcli.params import EVERY, block_indices, components
 from tfcli.spec import Spec
 
@@ -112,16 +112,6 @@ def _concrete(spec: Spec, path: str) -> list[str]:
     return [q for i in indices for q in _concrete(spec, f"{head}.{i}{tail}")]
 
 
-def _stored_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
-    if rule.transform == "linear":
-        return shapes[0][::-1]
-    if rule.transform == "split3":
-        return (*shapes[0][:-1], sum(s[-1] for s in shapes))
-    if rule.transform == "split_linear":
-        return (sum(s[-1] for s in shapes), *shapes[0][:-1])
-    return shapes[0]
-
-
 def _base(table: Table, names: set[str]) -> str:
     """The base-model prefix the names use (`model.` in a LlamaForCausalLM), as the loader finds it."""
     return next((b for b in table.bases if f"{b}{table.anchor}" in names), table.bases[0])
@@ -147,7 +137,7 @@ def _expected(table: Table, spec: Spec, base: str) -> dict[str, tuple[int, ...]]
                 ours = [p.format(i=i, e=e) for p in rule.ours]
                 if all(p in shapes for p in ours):
                     name = rule.hf.format(base=base, i=i, e=e)
-                    expected[name] = _stored_shape(rule, [shapes[p] for p in ours])
+                    expected[name] = expected_shape(rule, [shapes[p] for p in ours])
     return expected
 
 
