@@ -23,6 +23,7 @@ BIG |= {"qwen2.5-7b", "qwen3-8b"}
 BIG |= {"phi-3-mini"}
 BIG |= {"pythia-1.4b", "gpt-j-6b", "phi-2", "stablelm-2-1.6b"}
 BIG |= {"olmo-2-7b", "falcon-7b"}
+MOE = {"qwen1.5-moe-a2.7b", "qwen3-30b-a3b"}  # 60 / 128 experts per block: their widths shrink too
 
 # B=2, T=3, d=8, H=2, Hkv=1 (GQA), dh=4, d_ff=16, V=11, biases, learned positions, tied head.
 TINY = Spec(name="tiny", family="decoder", vocab_size=11, max_seq_len=16, d_model=8, n_heads=2,
@@ -215,6 +216,9 @@ def _runnable(name: str) -> Spec:
         return spec.replace(vocab_size=512, d_ff=256, d_model=1024).with_layers(1)
     if name in BIG:
         return spec.replace(vocab_size=512, d_ff=256).with_layers(1)
+    if name in MOE:
+        shared = {"shared_expert_d_ff": 64} if spec.n_shared_experts else {}
+        return spec.replace(vocab_size=512, d_ff=256, expert_d_ff=32, **shared).with_layers(1)
     return spec.with_layers(min(2, spec.n_layers))
 
 

@@ -214,7 +214,8 @@ def _notes(spec: Spec, context: int) -> list[str]:
     if spec.lm_head and spec.tie_embeddings:
         notes.append("output head tied to the token embedding: counted once")
     if spec.n_experts:
-        notes.append(f"MoE: {spec.experts_per_token} of {spec.n_experts} experts active per token")
+        notes.append(f"MoE: {spec.experts_per_token} of {spec.n_experts} experts active per token"
+                     + _moe_note(spec))
     if not spec.has_decoder:
         notes.append("encoder-only: no KV cache during inference")
     return notes
@@ -255,3 +256,13 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
         body_only=spec.body_only, stored=stored,
     )
     return replace(report, notes=report.notes + _estimate_note(report))
+
+
+def _moe_note(spec: Spec) -> str:
+    """Shared experts (always active) and dense blocks of an MoE stack, when there are any."""
+    shared = (f", plus {spec.n_shared_experts} shared expert(s) on every token"
+              if spec.n_shared_experts else "")
+    layers = spec.decoder_layers
+    mixed = (f"; {spec.moe_layer_count(layers):,} of {layers:,} blocks MoE, the others dense"
+             if spec.mixed_ffn_layers else "")
+    return shared + mixed

@@ -61,6 +61,8 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
     "mixtral": _decoder_family("Mixtral"),
     "qwen2": _decoder_family("Qwen2"),
     "qwen3": _decoder_family("Qwen3"),
+    "qwen2_moe": _decoder_family("Qwen2Moe"),
+    "qwen3_moe": _decoder_family("Qwen3Moe"),
     "phi3": _decoder_family("Phi3", qa_head=None),
     "gemma": _decoder_family("Gemma", qa_head=None),
     "gemma2": _decoder_family("Gemma2", qa_head=None),

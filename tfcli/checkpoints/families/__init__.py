@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from tfcli.checkpoints.families import bert, falcon, gpt2, llama, olmo2, phi3, t5
 from tfcli.checkpoints.families import gpt_neox, gptj, phi, stablelm
 from tfcli.checkpoints.families import gemma
+from tfcli.checkpoints.families import qwen_moe
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.names import Table
@@ -34,6 +35,8 @@ FAMILIES: dict[str, Family] = {
     "mixtral": Family(llama.MIXTRAL_DEFAULTS, llama.read_llama, llama.TABLE),
     "qwen2": Family(llama.QWEN2_DEFAULTS, llama.read_qwen, llama.TABLE),
     "qwen3": Family(llama.QWEN3_DEFAULTS, llama.read_qwen, llama.TABLE),
+    "qwen2_moe": Family(qwen_moe.QWEN2_MOE_DEFAULTS, qwen_moe.read_qwen2_moe, qwen_moe.TABLE),
+    "qwen3_moe": Family(qwen_moe.QWEN3_MOE_DEFAULTS, qwen_moe.read_qwen3_moe, qwen_moe.TABLE),
     "t5": Family(t5.DEFAULTS, t5.read, t5.TABLE),
     "gpt_neox": Family(gpt_neox.DEFAULTS, gpt_neox.read, gpt_neox.TABLE),
     "gptj": Family(gptj.DEFAULTS, gptj.read, gptj.TABLE),
