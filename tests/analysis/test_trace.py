@@ -23,6 +23,7 @@ BIG |= {"qwen2.5-7b", "qwen3-8b"}
 BIG |= {"phi-3-mini"}
 BIG |= {"pythia-1.4b", "gpt-j-6b", "phi-2", "stablelm-2-1.6b"}
 BIG |= {"olmo-2-7b", "falcon-7b"}
+BIG |= {"gemma-2b", "gemma-2-9b", "gemma-3-1b"}  # 256k-262k vocabularies: 0.3-0.9 G floats
 MOE = {"qwen1.5-moe-a2.7b", "qwen3-30b-a3b"}  # 60 / 128 experts per block: their widths shrink too
 
 # B=2, T=3, d=8, H=2, Hkv=1 (GQA), dh=4, d_ff=16, V=11, biases, learned positions, tied head.

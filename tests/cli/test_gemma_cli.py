@@ -51,7 +51,9 @@ def test_trace_execute_matches_the_analytic_rows(invoke, model_dir: Path) -> Non
     assert {("embed", "embed_scale"), ("head", "softcap")} <= ops
 
 
-@pytest.mark.parametrize("name", ["gemma-2b", "gemma-2-9b", "gemma-3-1b"])
+# Through the CLI for the smallest bundled Gemma only: tests/analysis/test_trace.py runs
+# --execute's check on every bundled spec (narrowed), which covers gemma-2b and gemma-2-9b.
+@pytest.mark.parametrize("name", ["gemma-3-1b"])
 def test_bundled_trace_execute_at_two_layers(invoke, name: str) -> None:  # noqa: ANN001
     data = _json(invoke, "trace", name, "--execute", "--layers", "2", "--seq-len", "16")
     assert data["execute"]["ok"], data["execute"]
