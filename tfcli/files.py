@@ -111,3 +111,17 @@ def _umask() -> int:
     mask = os.umask(0)  # the only way to read it is to set it; put it straight back
     os.umask(mask)
     return mask
+
+
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only descriptor of a regular file, or one BadInputError. O_NONBLOCK keeps open()
+    from waiting on a FIFO; fstat checks the file actually opened, so a FIFO, device or
+    directory is refused before anything is read (/dev/zero never ends)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise BadInputError(f"{path}: cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BadInputError(f"{path}: not a regular file")
+    return fd

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -29,6 +28,7 @@ from tfcli.checkpoints.heads import (
     classes_for,
 )
 from tfcli.errors import BadInputError, SpecConsistencyError, clip
+from tfcli.files import open_regular
 from tfcli.spec import Spec
 
 CONFIG_FILE = "config.json"
@@ -127,15 +127,8 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
 def read_bounded(file: Path, limit: int, what: str = "a config file") -> bytes:
     """At most `limit` bytes of a regular file; a FIFO, device or directory is refused before
     anything is read (/dev/zero never ends, a FIFO may never answer). O_NONBLOCK keeps open()
-    itself from waiting on a FIFO; fstat checks the file actually opened."""
-    try:
-        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise BadInputError(f"{file}: cannot be read ({exc.strerror})") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise BadInputError(f"{file}: not a regular file")
-    with os.fdopen(fd, "rb") as f:
+    itself from waiting on a FIFO; fstat checks the file actually opened (tfcli.files)."""
+    with os.fdopen(open_regular(file), "rb") as f:
         try:
             data = f.read(limit + 1)
         except OSError as exc:

@@ -23,6 +23,7 @@ from math import prod
 from pathlib import Path
 
 from tfcli.errors import BadInputError
+from tfcli.files import open_regular
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -230,17 +231,6 @@ def _check_tensors(cur: _Cursor, tensors: list[GGUFTensor], data_offset: int) ->
                            f"end of the file ({len(cur.data):,} bytes)")
 
 
-def _open_regular(path: Path) -> int:
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        raise BadInputError(f"{path}: cannot be read ({exc.strerror})") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise BadInputError(f"{path}: not a regular file")
-    return fd
-
-
 def is_gguf(path: str | Path) -> bool:
     """A regular file starting with the GGUF magic and not named as a YAML spec (a .yaml file
     is a spec, whatever its first bytes). Opened without blocking and checked to be a regular
@@ -263,7 +253,7 @@ def read_gguf(path: str | Path, keep: Collection[str] = ()) -> GGUFFile:
     """The header of the GGUF file at `path`; arrays whose key is in `keep` are read in full
     (e.g. "tokenizer.ggml.tokens"), other long arrays only by length."""
     path = Path(path)
-    fd = _open_regular(path)
+    fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size
         if size < 24:

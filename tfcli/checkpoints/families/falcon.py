@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tfcli.checkpoints.families.common import activation, unsupported
-from tfcli.checkpoints.families.rope import rope_scaling, rope_theta
+from tfcli.checkpoints.families.rope import rope_theta, with_rope_scaling
 from tfcli.checkpoints.fields import Config, ConfigFields, shown
 from tfcli.checkpoints.heads import Architecture
 from tfcli.checkpoints.names import Rule, Table, linear, norm, rule
@@ -79,11 +79,7 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
         "bias": c.flag("bias"), "tie_embeddings": c.flag("tie_word_embeddings"),
         "lm_head": arch.lm_head,
     }
-    scaling = rope_scaling(c)
-    if scaling is not None:
-        fields["rope_scaling"] = scaling
-    if scaling is not None and scaling["type"] == "dynamic":  # it extends the context by factor
-        fields["max_seq_len"] = int(scaling["factor"] * fields["max_seq_len"])
+    with_rope_scaling(c, fields)
     return fields, []
 
 

@@ -4,7 +4,7 @@ table (dense rules skip for MoE specs and vice versa; Qwen3's q/k norms skip els
 from __future__ import annotations
 
 from tfcli.checkpoints.families.common import require_false, unsupported
-from tfcli.checkpoints.families.rope import rope_scaling, rope_theta
+from tfcli.checkpoints.families.rope import rope_theta, with_rope_scaling
 from tfcli.checkpoints.fields import Config, ConfigFields, shown
 from tfcli.checkpoints.heads import Architecture
 from tfcli.checkpoints.names import Rule, Table, linear, rule
@@ -49,11 +49,7 @@ def read_llama(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
         "tie_embeddings": c.flag("tie_word_embeddings"),
         "lm_head": arch.lm_head,
     }
-    scaling = rope_scaling(c)
-    if scaling is not None:
-        fields["rope_scaling"] = scaling
-    if scaling is not None and scaling["type"] == "dynamic":  # it extends the context by factor
-        fields["max_seq_len"] = int(scaling["factor"] * fields["max_seq_len"])
+    with_rope_scaling(c, fields)
     if c.values["model_type"] == "mixtral":
         fields |= {"n_experts": c.integer("num_local_experts"),
                    "experts_per_token": c.integer("num_experts_per_tok")}

@@ -89,3 +89,14 @@ def rope_theta(c: ConfigFields) -> float:
         raise unsupported(c, "partial_rotary_factor other than 1.0 is not supported")
     return (params if params.has("rope_theta") else c).number("rope_theta")
 
+
+
+def with_rope_scaling(c: ConfigFields, fields: Config) -> Config:
+    """`fields` with the config's `rope_scaling` when it has one; dynamic NTK scaling also
+    extends the context by its factor (transformers runs it past max_position_embeddings)."""
+    scaling = rope_scaling(c)
+    if scaling is not None:
+        fields["rope_scaling"] = scaling
+    if scaling is not None and scaling["type"] == "dynamic":
+        fields["max_seq_len"] = int(scaling["factor"] * fields["max_seq_len"])
+    return fields
