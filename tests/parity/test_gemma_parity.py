@@ -29,7 +29,7 @@ from transformers import (
 )
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.saved_models import assert_counts_match
+from tests.parity.saved_models import assert_counts_match, save_random
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
@@ -81,20 +81,9 @@ CASES: dict[str, Callable[[], PreTrainedModel]] = {
 
 
 def _build(name: str, path: Path, std: float | None = None) -> PreTrainedModel:
-    """The case's model with non-trivial norm weights and biases (Gemma's zero norm weights
-    would hide a missing (1 + w)), saved as safetensors; `std` redraws the matrices."""
-    torch.manual_seed(0)
-    model = CASES[name]()
-    with torch.no_grad():
-        for p in model.parameters():
-            if p.dim() == 1:
-                p.add_(torch.randn_like(p) * 0.1)
-            elif std is not None:
-                p.normal_(0.0, std)
-    model.set_attn_implementation("eager")
-    model.eval()
-    model.save_pretrained(path, safe_serialization=True)
-    return model
+    """The case's model saved with non-trivial norms (Gemma's zero norm weights would hide a
+    missing (1 + w)); `std` redraws the matrices."""
+    return save_random(CASES[name], path, std)
 
 
 @pytest.fixture(scope="module", params=list(CASES))
