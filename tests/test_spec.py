@@ -29,9 +29,9 @@ def test_every_float_field_must_be_finite(field: str, value: float) -> None:
     assert [(e["loc"], e["type"]) for e in info.value.errors()] == [((field,), "finite_number")]
 
 
-# Fields with a documented range of their own (tfcli.spec._check_scales; tested in
-# tests/analysis/test_nonfinite.py): there, 1e300 is refused.
-RANGED_FIELDS = {"norm_eps", "init_std"}
+# Fields with a documented range of their own (tfcli.spec._check_scales, tested in
+# tests/analysis/test_nonfinite.py; tfcli.spec_moe.ROUTED_SCALE_RANGE): there, 1e300 is refused.
+RANGED_FIELDS = {"norm_eps", "init_std", "latent_norm_eps", "routed_scaling_factor"}
 
 
 # Fields that mean something only beside others (tfcli.spec._check_gemma): set with those.

@@ -20,6 +20,7 @@ EMBEDDING, ATTENTION, FFN, NORM, POSITION, HEAD, POOLER = (
     "embedding", "attention", "ffn", "norm", "position", "head", "pooler",
 )
 TIED_NOTE = "tied — shared with token embedding"
+ROUTER_BIAS_NOTE = "buffer, not a parameter: chooses experts only"
 # In a component's path, `*` stands for every index of the list before it: `decoder.blocks.*`
 # is every decoder block, `ffn.experts.*` every expert of a block.
 EVERY = "*"
@@ -36,6 +37,9 @@ class Component:
     note: str = ""
     tied: bool = False  # shares storage with another component: counted as 0
     _: KW_ONLY
+    # a stored array transformers keeps as a buffer, not a parameter (DeepSeek-V3's router
+    # correction bias): shown and loaded, counted as 0 as num_parameters() counts it
+    buffer: bool = False
     # The array's path in tfcli.engine.weights.Weights, as the checkpoint tables and the trace
     # rows name it, with EVERY for a block / expert index: "decoder.blocks.*.attn.wq". A tied
     # component carries the path of the array it shares ("token_embedding").
@@ -43,7 +47,7 @@ class Component:
 
     @property
     def per_instance(self) -> int:
-        return 0 if self.tied else prod(self.shape)
+        return 0 if self.tied or self.buffer else prod(self.shape)
 
     @property
     def count(self) -> int:
@@ -61,7 +65,35 @@ def _norm(spec: Spec, name: str, path: str, group: str = NORM, repeat: int = 1,
     return []
 
 
+def _latent_attention(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
+    """MLA (DeepSeek-V2/V3): the query (full, or q_a -> norm -> q_b), the joint down-projection
+    to the latent and the shared RoPE key (kv_a), its norm, the up-projection of every head's
+    no-RoPE key and value (kv_b), the output. Biases, with attention_bias, on q_a and kv_a only
+    (and on o with attention_out_bias), as transformers builds them."""
+    d, H, r = spec.d_model, spec.n_heads, spec.kv_lora_rank
+    qk, dr, dn, dv = spec.head_dim, spec.qk_rope_head_dim, spec.qk_nope_head_dim, spec.v_head_dim
+    def linear(proj: str, shape: tuple[int, int], bias: bool | None = False) -> list[Component]:
+        out = [Component(f"{name}.{proj}.weight", ATTENTION, shape, repeat, path=f"{path}.w{proj}")]
+        if bias:
+            out.append(Component(f"{name}.{proj}.bias", ATTENTION, (shape[1],), repeat,
+                                 path=f"{path}.b{proj}"))
+        return out
+    if spec.q_lora_rank is None:
+        out = linear("q", (d, H * qk))
+    else:
+        out = [*linear("q_a", (d, spec.q_lora_rank), spec.attention_bias),
+               *_norm(spec, f"{name}.q_a_norm", f"{path}.q_a_norm", ATTENTION, repeat,
+                      spec.q_lora_rank),
+               *linear("q_b", (spec.q_lora_rank, H * qk))]
+    out += linear("kv_a", (d, r + dr), spec.attention_bias)  # type: ignore[operator]
+    out += _norm(spec, f"{name}.kv_a_norm", f"{path}.kv_a_norm", ATTENTION, repeat, r)
+    out += linear("kv_b", (r, H * (dn + dv)))  # type: ignore[arg-type, operator]
+    return out + linear("o", (H * dv, d), spec.attention_out_bias)  # type: ignore[operator]
+
+
 def _attention(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
+    if spec.latent_attention:  # decoder-only: never a cross-attention
+        return _latent_attention(spec, name, path, repeat)
     d, q, kv = spec.d_model, spec.n_heads * spec.head_dim, spec.kv_heads * spec.head_dim
     out = [
         Component(f"{name}.q.weight", ATTENTION, (d, q), repeat, path=f"{path}.wq"),
@@ -108,11 +140,14 @@ def _ffn(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
     dense = _dense_ffn(spec, f"{name}.ffn", f"{path}.ffn", repeat - moe) if moe < repeat else []
     if not moe:
         return dense
-    router = Component(f"{name}.router.weight", FFN, (spec.d_model, spec.n_experts), moe,
-                       path=f"{path}.ffn.router")
+    router = [Component(f"{name}.router.weight", FFN, (spec.d_model, spec.n_experts), moe,
+                        path=f"{path}.ffn.router")]
+    if spec.router_bias:
+        router.append(Component(f"{name}.router.bias", FFN, (spec.n_experts,), moe,
+                                ROUTER_BIAS_NOTE, buffer=True, path=f"{path}.ffn.router_bias"))
     experts = _dense_ffn(spec, f"{name}.experts", f"{path}.ffn.experts.{EVERY}",
                          moe * spec.n_experts, spec.expert_width)
-    return [*dense, router, *experts, *_shared_experts(spec, name, f"{path}.ffn", moe)]
+    return [*dense, *router, *experts, *_shared_experts(spec, name, f"{path}.ffn", moe)]
 
 
 def _shared_experts(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
@@ -126,7 +161,7 @@ def _shared_experts(spec: Spec, name: str, path: str, repeat: int) -> list[Compo
     return out
 
 
-_MOE_FIELDS = ("router", "experts", "shared", "shared_gate")  # a block's `ffn.<field>` of MoE
+_MOE_FIELDS = ("router", "router_bias", "experts", "shared", "shared_gate")  # a block's `ffn.<field>` of MoE
 
 
 def block_indices(spec: Spec, path: str) -> range | list[int]:
@@ -220,9 +255,24 @@ def inactive_expert_parameters(spec: Spec) -> int:
     return (spec.n_experts - spec.experts_per_token) * per_expert * layers
 
 
+def kv_values_per_layer_token(spec: Spec) -> int:
+    """Values one decoder layer caches per token of one sequence: K and V of every K/V head;
+    under MLA the latent and the shared RoPE key, kv_lora_rank + qk_rope_head_dim."""
+    if spec.latent_attention:
+        return spec.kv_lora_rank + spec.qk_rope_head_dim  # type: ignore[operator]
+    return 2 * spec.kv_heads * spec.head_dim
+
+
+def expanded_kv_values_per_layer_token(spec: Spec) -> int:
+    """What full multi-head K/V would cache per layer and token: every head's key (d_head) and
+    value (v_head_dim under MLA). Equals kv_values_per_layer_token without MLA."""
+    return spec.kv_heads * (spec.head_dim + spec.value_dim)
+
+
 def kv_cache_bytes_per_token(spec: Spec, dtype: str = "float32") -> float:
-    """Bytes of decoder self-attention K and V cached per token per sequence."""
-    return 2 * spec.kv_heads * spec.head_dim * spec.decoder_layers * DTYPE_BYTES[dtype]
+    """Bytes of decoder self-attention K and V (MLA: latent and RoPE key) cached per token per
+    sequence."""
+    return kv_values_per_layer_token(spec) * spec.decoder_layers * DTYPE_BYTES[dtype]
 
 
 def kv_cache_window_bytes(spec: Spec, context: int, batch: int = 1,
@@ -234,7 +284,7 @@ def kv_cache_window_bytes(spec: Spec, context: int, batch: int = 1,
     window = spec.sliding_window
     if window is None or window >= context:
         return None
-    per_layer_token = 2 * spec.kv_heads * spec.head_dim * DTYPE_BYTES[dtype]
+    per_layer_token = kv_values_per_layer_token(spec) * DTYPE_BYTES[dtype]
     local = spec.local_layers
     tokens = local * window + (spec.decoder_layers - local) * context
     return int(round(batch * per_layer_token * tokens))

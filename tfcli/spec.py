@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
+from tfcli.spec_latent import check_latent, latent_head_dim, latent_scale
+from tfcli.spec_moe import check_moe, check_moe_layout
 from tfcli.spec_rope import RopeScaling, check_rope_width
 
 Family = Literal["decoder", "encoder", "encoder-decoder"]
@@ -23,6 +25,8 @@ Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
 QKNorm = Literal["none", "per_head", "full"]
 LayerKind = Literal["global", "local"]
 RopePairing = Literal["half", "interleaved"]
+RouterScoring = Literal["softmax", "sigmoid"]
+GroupScore = Literal["max", "top2_sum"]
 
 GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "geglu_tanh"})
 PositiveInt = Field(gt=0)
@@ -166,16 +170,64 @@ class Spec(BaseModel):
         "instead of experts (Qwen mlp_only_layers). Decoder only; default none.")
     norm_topk_prob: bool = Field(
         True, description="Renormalise the k routed weights to sum to 1 (Mixtral); false: the "
-        "softmax probabilities over all experts as they are (Qwen norm_topk_prob false).")
+        "scores as they are (Qwen norm_topk_prob false).")
+    router_scoring: RouterScoring = Field(
+        "softmax", description="How router logits become expert scores: softmax over the "
+        "experts (Mixtral, Qwen, DeepSeek-V2) or sigmoid of each (DeepSeek-V3). Needs n_experts.")
+    router_bias: bool = Field(
+        False, description="A per-expert bias (n_experts,) added to the scores only to choose "
+        "the experts; the weights stay the unbiased scores (DeepSeek-V3 e_score_correction_bias, "
+        "a buffer in transformers: shown, not counted as a parameter). Needs router_scoring: "
+        "sigmoid.")
+    expert_groups: int = Field(
+        1, gt=0, description="Group-limited routing (DeepSeek n_group): the experts split into "
+        "this many equal groups, and a token's experts come from its topk_groups best groups "
+        "only. 1 = no groups. Needs topk_groups.")
+    topk_groups: int | None = Field(
+        None, gt=0, description="How many groups a token's experts come from (DeepSeek "
+        "topk_group); default: no group limit.")
+    group_score: GroupScore = Field(
+        "max", description="A group's score when routing is group-limited: its best expert's "
+        "score (DeepSeek-V2 group_limited_greedy) or the sum of its best two (DeepSeek-V3), on "
+        "the biased scores when router_bias.")
+    routed_scaling_factor: float = Field(
+        1.0, gt=0, description="Multiplier on the routed experts' weights after any "
+        "renormalisation (DeepSeek routed_scaling_factor; 2.5 in V3).")
+
+    # multi-head latent attention (DeepSeek-V2/V3)
+    kv_lora_rank: int | None = Field(
+        None, gt=0, description="Multi-head latent attention (MLA): every head's key and value "
+        "come from one compressed latent of this width per token (RMS-normed), which with the "
+        "shared RoPE key is all the KV cache keeps. Needs qk_nope_head_dim, qk_rope_head_dim and "
+        "v_head_dim; d_head is then qk_nope_head_dim + qk_rope_head_dim. Decoder only.")
+    q_lora_rank: int | None = Field(
+        None, gt=0, description="MLA: queries through a low-rank bottleneck of this width "
+        "(RMS-normed): q_a then q_b. Default: one full query projection (DeepSeek-V2-Lite).")
+    qk_nope_head_dim: int | None = Field(
+        None, gt=0, description="MLA: the dimensions of each query/key head without RoPE, "
+        "expanded from the latent.")
+    qk_rope_head_dim: int | None = Field(
+        None, gt=0, description="MLA: the dimensions of each query/key head that RoPE rotates; "
+        "the key part is one per token, shared by every head. Even.")
+    v_head_dim: int | None = Field(
+        None, gt=0, description="MLA: the width of each value head (and of each head's output).")
+    latent_norm_eps: float = Field(
+        1e-6, gt=0, description="MLA: epsilon of the RMSNorms on the compressed query and "
+        "key/value latents (transformers fixes it at 1e-6).")
 
     # engine
     init_std: float = Field(0.02, gt=0, description="Std of random initial weights.")
 
     @model_validator(mode="after")
     def _resolve(self) -> Spec:
+        check_latent(self)
+        if self.kv_lora_rank is not None:  # MLA derives the head and rotary widths
+            _fill(self, "d_head", latent_head_dim(self))
+            _fill(self, "rotary_dim", self.qk_rope_head_dim)
+            _fill(self, "n_kv_heads", self.n_heads)
         _check_heads(self)
-        _check_moe(self)
-        _check_moe_layout(self)
+        check_moe(self)
+        check_moe_layout(self)
         _check_family_fields(self)
         _check_relative(self)
         _check_gemma(self)
@@ -303,8 +355,26 @@ class Spec(BaseModel):
 
     @property
     def scale(self) -> float:
-        """The multiplier applied to q.k scores."""
-        return self.attention_scale if self.attention_scale is not None else self.head_dim**-0.5
+        """The multiplier applied to q.k scores: attention_scale, else d_head^-1/2 (with YaRN's
+        softmax correction under multi-head latent attention, as transformers' DeepSeek)."""
+        if self.attention_scale is not None:
+            return self.attention_scale
+        return latent_scale(self) if self.latent_attention else self.head_dim**-0.5
+
+    @property
+    def latent_attention(self) -> bool:
+        """Multi-head latent attention (kv_lora_rank set; tfcli/spec_latent.py)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def value_dim(self) -> int:
+        """Width of each value head: v_head_dim under MLA, else d_head."""
+        return self.v_head_dim or self.head_dim
+
+    @property
+    def group_limited(self) -> bool:
+        """Routing picks experts from the topk_groups best groups only (DeepSeek)."""
+        return self.topk_groups is not None
 
     def with_layers(self, n_layers: int) -> Spec:
         """The same architecture truncated (or extended) to n_layers per stack."""
@@ -337,42 +407,6 @@ def _check_heads(spec: Spec) -> None:
             "n_kv_heads",
             f"n_heads {spec.n_heads} is not divisible by n_kv_heads {spec.n_kv_heads}",
         )
-
-
-def _check_moe(spec: Spec) -> None:
-    if spec.experts_per_token > spec.n_experts:
-        raise SpecConsistencyError(
-            "experts_per_token",
-            f"{spec.experts_per_token} exceeds n_experts {spec.n_experts}",
-        )
-    if spec.n_experts and not spec.experts_per_token:
-        raise SpecConsistencyError("experts_per_token", "must be at least 1 when n_experts > 0")
-
-
-def _check_moe_layout(spec: Spec) -> None:
-    """Expert widths, shared experts, which layers are MoE: each needs experts to mean anything."""
-    changed = {"expert_d_ff": spec.expert_d_ff is not None, "n_shared_experts":
-               spec.n_shared_experts > 0, "moe_layer_step": spec.moe_layer_step != 1,
-               "dense_layers": spec.dense_layers is not None, "norm_topk_prob": not spec.norm_topk_prob}
-    for field, is_set in changed.items():
-        if is_set and not spec.n_experts:
-            raise SpecConsistencyError(field, "needs n_experts > 0")
-    for field in ("shared_expert_d_ff", "shared_expert_gate"):
-        if getattr(spec, field) not in (None, False) and not spec.n_shared_experts:
-            raise SpecConsistencyError(field, "needs n_shared_experts > 0")
-    if (changed["moe_layer_step"] or changed["dense_layers"]) and spec.family != "decoder":
-        field = "moe_layer_step" if changed["moe_layer_step"] else "dense_layers"
-        raise SpecConsistencyError(field, "only applies to family 'decoder'")
-    layers = spec.dense_layers or []
-    bad = [i for i in layers if not 0 <= i < spec.n_layers]
-    if bad:
-        raise SpecConsistencyError("dense_layers", f"layer {bad[0]} is not one of the "
-                                   f"{spec.n_layers:,} layers (0 to {spec.n_layers - 1:,})")
-    if len(set(layers)) != len(layers):
-        raise SpecConsistencyError("dense_layers", "lists a layer twice")
-    if spec.n_experts and not spec.moe_layer_count(spec.n_layers):
-        raise SpecConsistencyError("dense_layers" if layers else "moe_layer_step",
-                                   "leaves no MoE layer (set n_experts: 0)")
 
 
 def _check_family_fields(spec: Spec) -> None:
@@ -489,6 +523,7 @@ NORM_EPS_RANGE = (FLOAT32_TINY, 1.0)
 _SCALE_RANGES = (  # (field, (low, high), format of low, why)
     ("init_std", INIT_STD_RANGE, "g", "beyond, products of a few weights leave float32's range "
      "and the forward pass turns to 0 or inf/NaN"),
+    ("latent_norm_eps", NORM_EPS_RANGE, ".3g", "it is added to a variance in the engine's dtype"),
     ("norm_eps", NORM_EPS_RANGE, ".3g", "it is added to a variance in the engine's dtype, float32 "
      "at the narrowest, and must stay a small non-zero number there (float32 rounds 1e-50 to 0 "
      "and 1e39 to inf)"),

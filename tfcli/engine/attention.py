@@ -31,7 +31,7 @@ class ScoreMask(NamedTuple):
     softcap: float | None = None  # c: scores become c * tanh(scores / c) before all the above
 
 
-def _split_heads(x: Array, n_heads: int) -> Array:
+def split_heads(x: Array, n_heads: int) -> Array:
     batch, length, _ = x.shape
     heads = x.reshape(batch, length, n_heads, -1)  # (B, T, H*dh) -> (B, T, H, dh)
     return heads.transpose(0, 2, 1, 3)  # (B, T, H, dh) -> (B, H, T, dh), a view
@@ -43,9 +43,9 @@ def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, 
     q, k, v = linear_split(x, w, ("wq", "wk", "wv"), ("bq", "bk", "bv"))
     if w.q_norm is not None and spec.qk_norm == "full":  # over the whole projection (OLMo 2)
         q, k = _qk_norm(spec, w, q, k)
-    q = _split_heads(q, spec.n_heads)  # (B, T, H*dh) -> (B, H, T, dh)
-    k = _split_heads(k, spec.kv_heads)  # (B, T, Hkv*dh) -> (B, Hkv, T, dh)
-    v = _split_heads(v, spec.kv_heads)
+    q = split_heads(q, spec.n_heads)  # (B, T, H*dh) -> (B, H, T, dh)
+    k = split_heads(k, spec.kv_heads)  # (B, T, Hkv*dh) -> (B, Hkv, T, dh)
+    v = split_heads(v, spec.kv_heads)
     if w.q_norm is not None and spec.qk_norm == "per_head":  # over each head's d_head
         q, k = _qk_norm(spec, w, q, k)
     return q, k, v
@@ -67,8 +67,8 @@ def _cross_kv(
         stored = cache.cross()
         if stored is not None:
             return stored
-    k = _split_heads(linear(context, w.wk, w.bk), spec.kv_heads)  # (B, S, d) -> (B, Hkv, S, dh)
-    v = _split_heads(linear(context, w.wv, w.bv), spec.kv_heads)  # (B, S, d) -> (B, Hkv, S, dh)
+    k = split_heads(linear(context, w.wk, w.bk), spec.kv_heads)  # (B, S, d) -> (B, Hkv, S, dh)
+    v = split_heads(linear(context, w.wv, w.bv), spec.kv_heads)  # (B, S, d) -> (B, Hkv, S, dh)
     return cache.set_cross(k, v) if cache is not None else (k, v)
 
 
@@ -134,9 +134,9 @@ def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMa
     Returns (B, T, H, dh), token-major so that merging heads is a free reshape.
     """
     batch, n_heads, length, d_head = q.shape
-    n_kv, n_keys = k.shape[1], k.shape[2]
+    n_kv, n_keys, d_value = k.shape[1], k.shape[2], v.shape[3]  # d_value: dh, or MLA's dv
     group = n_heads // n_kv
-    out = np.empty((batch, length, n_heads, d_head), dtype=np.result_type(q, v))  # (B, T, H, dh)
+    out = np.empty((batch, length, n_heads, d_value), dtype=np.result_type(q, v))  # (B, T, H, dv)
     keys_t = k.swapaxes(-1, -2)  # (B, Hkv, dh, S), a view
     causal_offset, window = mask.causal_offset, mask.window
 
@@ -149,8 +149,8 @@ def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMa
         _mask_block(scores.reshape(batch, n_heads, q1 - q0, n_used - k0), q0, k0,
                     mask)  # the reshape is a view: masks land in `scores`
         softmax_(scores)
-        mixed = np.matmul(scores, v[:, :, k0:n_used])  # (B, Hkv, g*c, dh)
-        out[:, q0:q1] = mixed.reshape(batch, n_heads, q1 - q0, d_head).transpose(0, 2, 1, 3)
+        mixed = np.matmul(scores, v[:, :, k0:n_used])  # (B, Hkv, g*c, dv)
+        out[:, q0:q1] = mixed.reshape(batch, n_heads, q1 - q0, d_value).transpose(0, 2, 1, 3)
 
     block = min(_query_block(n_heads, n_keys, q.itemsize), split(length, MIN_QUERY_BLOCK))
     parallel_for(length, block, query_block)
@@ -158,7 +158,7 @@ def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMa
     if mask.softcap is not None:  # applied per block in _mask_block, reported in trace order
         probe("softcap", (batch, n_heads, length, n_keys))
     probe("softmax", (batch, n_heads, length, n_keys))
-    probe("weighted_sum", (batch, n_heads, length, d_head))
+    probe("weighted_sum", (batch, n_heads, length, d_value))
     return out
 
 
@@ -207,7 +207,7 @@ def cross_attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInpu
                     cache: LayerCache | None = None, probe: Probe = NO_PROBE) -> Array:
     """Cross-attention of x (B, T, d) over inputs.encoder_out (B, S, d) -> (B, T, d); its K/V
     are computed once per source when cached. inputs.encoder_mask (B, S): True = real."""
-    q = _split_heads(linear(x, w.wq, w.bq), spec.n_heads)  # (B, T, d) -> (B, H, T, dh)
+    q = split_heads(linear(x, w.wq, w.bq), spec.n_heads)  # (B, T, d) -> (B, H, T, dh)
     k, v = _cross_kv(spec, w, inputs.encoder_out, cache)  # (B, Hkv, S, dh) x2
     mask = inputs.encoder_mask
     mask = ScoreMask(key_mask=None if mask is None else np.asarray(mask, dtype=bool),

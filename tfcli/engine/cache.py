@@ -2,8 +2,10 @@
 
 Per decoder layer: K and V of shape (batch, n_kv_heads, max_len, d_head) for self-attention
 (GQA/MQA cache only the K/V heads), and for encoder-decoder the cross-attention K/V over the
-`source_len` encoder positions, written once after the encoder runs. `nbytes` is what
-tfcli.analysis.params.kv_cache_bytes predicts.
+`source_len` encoder positions, written once after the encoder runs. Under multi-head latent
+attention (DeepSeek MLA) a layer keeps the latent (batch, 1, max_len, kv_lora_rank) in place of
+K and the shared RoPE key (batch, 1, max_len, qk_rope_head_dim) in place of V. `nbytes` is what
+tfcli.params.kv_cache_bytes predicts.
 """
 
 from __future__ import annotations
@@ -15,6 +17,16 @@ from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
 
+def _self_shapes(spec: Spec, batch: int,
+                 max_len: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """One layer's two self-attention buffers: K and V (B, Hkv, L, dh); MLA's latent
+    (B, 1, L, kv_lora_rank) and shared RoPE key (B, 1, L, qk_rope_head_dim)."""
+    if spec.latent_attention:
+        return (batch, 1, max_len, spec.kv_lora_rank), (batch, 1, max_len, spec.qk_rope_head_dim)  # type: ignore[return-value]
+    shape = (batch, spec.kv_heads, max_len, spec.head_dim)
+    return shape, shape
+
+
 class KVCache:
     """Preallocated self- (and cross-) attention K/V for every decoder layer."""
 
@@ -23,9 +35,9 @@ class KVCache:
         n_layers, n_kv, d_head = spec.decoder_layers, spec.kv_heads, spec.head_dim
         self.max_len = max_len
         self._length = 0  # slots written so far (the cache's own bookkeeping; see `length`)
-        shape = (batch, n_kv, max_len, d_head)
-        self.k = [np.zeros(shape, dtype=dtype) for _ in range(n_layers)]
-        self.v = [np.zeros(shape, dtype=dtype) for _ in range(n_layers)]
+        k_shape, v_shape = _self_shapes(spec, batch, max_len)
+        self.k = [np.zeros(k_shape, dtype=dtype) for _ in range(n_layers)]
+        self.v = [np.zeros(v_shape, dtype=dtype) for _ in range(n_layers)]
         cross_len = source_len if spec.family == "encoder-decoder" else 0
         cross_shape = (batch, n_kv, cross_len, d_head)
         n_cross = n_layers if cross_len else 0

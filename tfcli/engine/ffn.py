@@ -107,14 +107,61 @@ def route(router_logits: Array, k: int, renormalise: bool = True) -> tuple[Array
     return top, weights
 
 
+def _sigmoid(x: Array) -> Array:
+    with np.errstate(over="ignore"):  # exp overflows to inf: sigmoid 0, as it should
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _group_mask(spec: Spec, choice: Array) -> Array:
+    """choice (N, E) with the experts outside each token's topk_groups best groups set to
+    -inf. A group scores its best expert (max) or the sum of its best two (top2_sum)."""
+    n_tokens, groups = choice.shape[0], spec.expert_groups
+    grouped = choice.reshape(n_tokens, groups, -1)  # (N, G, E/G)
+    if spec.group_score == "max":
+        group_scores = grouped.max(axis=-1)  # (N, G)
+    else:
+        group_scores = -np.sort(-grouped, axis=-1)[..., :2].sum(axis=-1)  # (N, G)
+    best = np.argsort(-group_scores, axis=-1, kind="stable")[:, : spec.topk_groups]  # (N, g)
+    keep = np.zeros((n_tokens, groups), dtype=bool)
+    np.put_along_axis(keep, best, True, axis=-1)
+    return np.where(keep[:, :, None], grouped, -np.inf).reshape(choice.shape)  # (N, E)
+
+
+def route_scored(spec: Spec, router_logits: Array,
+                 bias: Array | None = None) -> tuple[Array, Array]:
+    """DeepSeek routing: softmax or sigmoid scores; experts chosen on the scores plus the
+    correction `bias` (V3), within the topk_groups best groups when group-limited; their
+    unbiased scores renormalised (norm_topk_prob) and times routed_scaling_factor, as
+    transformers' DeepseekV2/V3 routers. router_logits (N, E) -> ids (N, k), weights (N, k)."""
+    if spec.router_scoring == "softmax":
+        scores = softmax_(router_logits.copy())  # (N, E)
+    else:
+        scores = _sigmoid(router_logits)  # (N, E)
+    choice = scores if bias is None else scores + bias  # (N, E)
+    if spec.group_limited:
+        choice = _group_mask(spec, choice)
+    top = np.argsort(-choice, axis=-1, kind="stable")[:, : spec.experts_per_token]  # (N, k)
+    weights = np.take_along_axis(scores, top, axis=-1)  # (N, k)
+    if spec.norm_topk_prob:
+        # transformers adds 1e-20 for sigmoid scores, whose k need not sum to anything near 1
+        weights /= weights.sum(axis=-1, keepdims=True) + (1e-20 if spec.router_scoring == "sigmoid" else 0.0)
+    if spec.routed_scaling_factor != 1.0:
+        weights *= spec.routed_scaling_factor
+    return top, weights
+
+
+def _plain_routing(spec: Spec) -> bool:
+    """Mixtral / Qwen routing: softmax, no groups, no bias, no scaling (route's fast path)."""
+    return (spec.router_scoring == "softmax" and not spec.group_limited
+            and spec.routed_scaling_factor == 1.0)
+
+
 def shared_experts(spec: Spec, w: MoEWeights, x: Array) -> Array:
     """The shared experts on every token, x (N, d) -> (N, d): one dense FFN of their summed
     width, scaled by sigmoid(x w_gate) with a gate (Qwen2-MoE shared_expert_gate)."""
     y = dense_ffn(spec, w.shared, x)  # type: ignore[arg-type]  # (N, d)
     if w.shared_gate is not None:
-        gate = x @ w.shared_gate  # (N, d) @ (d, 1) -> (N, 1)
-        with np.errstate(over="ignore"):  # exp overflows to inf: sigmoid 0, as it should
-            y *= 1.0 / (1.0 + np.exp(-gate))
+        y *= _sigmoid(x @ w.shared_gate)  # (N, d) @ (d, 1) -> (N, 1)
     return y
 
 
@@ -124,7 +171,10 @@ def moe_ffn(spec: Spec, w: MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Arr
     flat = x.reshape(-1, x.shape[-1])  # (B, T, d) -> (N, d)
     logits = flat @ w.router  # (N, d) -> (N, E)
     probe("router", (*x.shape[:-1], logits.shape[-1]))
-    top, weights = route(logits, spec.experts_per_token, spec.norm_topk_prob)  # (N, k) x2
+    if _plain_routing(spec):
+        top, weights = route(logits, spec.experts_per_token, spec.norm_topk_prob)  # (N, k) x2
+    else:
+        top, weights = route_scored(spec, logits, w.router_bias)  # (N, k) x2
     out = np.zeros_like(flat)  # (N, d)
     for expert_id, expert in enumerate(w.experts):
         token_ids, slot = np.nonzero(top == expert_id)  # a token picks an expert at most once

@@ -11,8 +11,9 @@ import numpy as np
 
 from tfcli.arrays import Array
 from tfcli.engine.layout import arrange_weights
-from tfcli.engine.weights import (AttentionWeights, BlockWeights, FFNWeights, MoEWeights,
-                                  NormWeights, StackWeights, Weights)
+from tfcli.engine.weights import (AttentionWeights, BlockWeights, FFNWeights,
+                                  LatentAttentionWeights, MoEWeights, NormWeights, StackWeights,
+                                  Weights)
 from tfcli.spec import Spec
 
 CHUNK_VALUES = 1 << 16  # normals drawn per call into a scratch row block (256 KiB of float32)
@@ -125,6 +126,26 @@ class Initializer:
             w.bo = self.zeros(s.d_model)
         return w
 
+    def latent_attention(self) -> LatentAttentionWeights:
+        """MLA: drawn query (or q_a, q_b), kv_a, kv_b, then the output projection."""
+        s = self.spec
+        H, r, dr = s.n_heads, s.kv_lora_rank or 0, s.qk_rope_head_dim or 0
+        q_width = H * s.head_dim
+        w = LatentAttentionWeights(self.normal(s.d_model, r + dr), self.norm(r),  # type: ignore[arg-type]
+                                   self.normal(r, H * ((s.qk_nope_head_dim or 0) + s.value_dim)),
+                                   self._transposed(H * s.value_dim, s.d_model))
+        if s.q_lora_rank is None:
+            w.wq = self.normal(s.d_model, q_width)
+        else:
+            w.wq_a, w.q_a_norm = self.normal(s.d_model, s.q_lora_rank), self.norm(s.q_lora_rank)
+            w.wq_b = self.normal(s.q_lora_rank, q_width)
+            w.bq_a = self.zeros(s.q_lora_rank) if s.attention_bias else None
+        if s.attention_bias:
+            w.bkv_a = self.zeros(r + dr)
+        if s.attention_out_bias:
+            w.bo = self.zeros(s.d_model)
+        return w
+
     def dense_ffn(self, width: int | None = None) -> FFNWeights:
         """Drawn up, down, then gate; laid out, gate and up are one (gate | up) array. `width`:
         the hidden width (an expert's), default d_ff."""
@@ -153,6 +174,8 @@ class Initializer:
         router = self.normal(s.d_model, s.n_experts)
         width = s.expert_d_ff  # None: d_ff, drawn as before
         w = MoEWeights(router, [self.dense_ffn(width) for _ in range(s.n_experts)])
+        if s.router_bias:  # drawn, not zero as transformers starts it: random tests then see it
+            w.router_bias = self.normal(s.n_experts)
         if s.n_shared_experts:
             w.shared = self.dense_ffn(s.shared_width)
             w.shared_gate = self.normal(s.d_model, 1) if s.shared_expert_gate else None
@@ -165,7 +188,8 @@ class Initializer:
         attn_norm = None if s.norm_placement == "sublayer_post" else self.norm()
         ffn_norm = (None if s.norm_placement == "sublayer_post" or s.parallel_residual == "one_norm"
                     else self.norm())
-        b = BlockWeights(attn_norm, self.attention(), ffn_norm, self.ffn(layer))
+        attn = self.latent_attention() if s.latent_attention else self.attention()
+        b = BlockWeights(attn_norm, attn, ffn_norm, self.ffn(layer))
         if s.post_sublayer_norms:
             b.attn_post_norm, b.ffn_post_norm = self.norm(), self.norm()
         if self.spec.qk_norm != "none":

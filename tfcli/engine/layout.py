@@ -25,7 +25,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from tfcli.arrays import Array
-from tfcli.engine.weights import AttentionWeights, FFNWeights, MoEWeights, Weights
+from tfcli.engine.weights import (AttentionWeights, FFNWeights, LatentAttentionWeights, MoEWeights,
+                                  Weights)
 
 # Which arrays lie how (init.py draws straight into this layout; arrange_weights imposes it).
 FUSED_QKV = (("wq", "wk", "wv"), ("bq", "bk", "bv"))  # self-attention: one (d, q + 2 kv) array
@@ -114,7 +115,17 @@ def _c_order(array: Array | None) -> Array | None:
     return None if array is None else np.ascontiguousarray(array)  # no copy when already so
 
 
-def _arrange_attention(w: AttentionWeights, fuse: bool) -> None:
+def _arrange_latent(w: LatentAttentionWeights) -> None:
+    """MLA: every projection C-ordered, the output transposed like attention's."""
+    w.wq, w.wq_a, w.wq_b = _c_order(w.wq), _c_order(w.wq_a), _c_order(w.wq_b)
+    w.wkv_a, w.wkv_b = _c_order(w.wkv_a), _c_order(w.wkv_b)  # type: ignore[assignment]
+    w.wo = np.asfortranarray(w.wo)  # (H*dv, d), memory (d, H*dv)
+
+
+def _arrange_attention(w: AttentionWeights | LatentAttentionWeights, fuse: bool) -> None:
+    if isinstance(w, LatentAttentionWeights):
+        _arrange_latent(w)
+        return
     if fuse:
         _fuse(w, *FUSED_QKV)
     else:

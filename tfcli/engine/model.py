@@ -17,10 +17,12 @@ from tfcli.engine.blas import blas_threads
 from tfcli.engine.cache import KVCache, LayerCache
 from tfcli.engine.ffn import ffn
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput, probe_for
+from tfcli.engine.latent_attention import latent_attention
 from tfcli.engine.ops import Observer, apply_norm, softcap_
 from tfcli.engine.parallel import linear, rowwise
 from tfcli.engine.positions import default_positions, relative_bias, sinusoidal
-from tfcli.engine.weights import BlockWeights, NormWeights, StackWeights, Weights
+from tfcli.engine.weights import (BlockWeights, LatentAttentionWeights, NormWeights, StackWeights,
+                                  Weights)
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
@@ -82,6 +84,14 @@ def _sublayer(
     return out
 
 
+def _self_attention(spec: Spec, w: BlockWeights, h: Array, inputs: StackInput,
+                    cache: LayerCache | None, probe: Probe) -> Array:
+    """The block's self-attention body, multi-head or latent (MLA): (B, T, d) -> (B, T, d)."""
+    if isinstance(w.attn, LatentAttentionWeights):
+        return latent_attention(spec, w.attn, h, inputs, cache, probe)
+    return attention(spec, w.attn, h, inputs, cache, probe)
+
+
 def _parallel_block(spec: Spec, w: BlockWeights, x: Array, inputs: StackInput,
                     cache: LayerCache | None, probe: Probe) -> Array:
     """Parallel residual (GPT-J, NeoX, Falcon): x + attn(N1(x)) + ffn(N2(x)), one residual add;
@@ -91,7 +101,7 @@ def _parallel_block(spec: Spec, w: BlockWeights, x: Array, inputs: StackInput,
     h = _norm(spec, w.attn_norm, x) if has_norm else x  # (B, T, d)
     if has_norm:
         at("norm", h.shape)
-    out = attention(spec, w.attn, h, inputs, cache, at)  # (B, T, d), a fresh array
+    out = _self_attention(spec, w, h, inputs, cache, at)  # (B, T, d), a fresh array
     if has_norm and spec.parallel_residual == "two_norms":
         h = _norm(spec, w.ffn_norm, x)
         at_ffn("norm", h.shape)
@@ -108,7 +118,7 @@ def block_forward(spec: Spec, w: BlockWeights, x: Array, inputs: StackInput,
     if spec.parallel_residual != "off":
         return _parallel_block(spec, w, x, inputs, cache, probe)
     at = probe.at("attn")
-    x = _sublayer(spec, w.attn_norm, x, lambda h: attention(spec, w.attn, h, inputs, cache, at),
+    x = _sublayer(spec, w.attn_norm, x, lambda h: _self_attention(spec, w, h, inputs, cache, at),
                   at, w.attn_post_norm)
     if w.cross_attn is not None:
         cross = probe.at("cross_attn")

@@ -37,6 +37,24 @@ class AttentionWeights:
 
 
 @dataclass
+class LatentAttentionWeights:
+    """Multi-head latent attention (DeepSeek-V2/V3); r = kv_lora_rank, dr = qk_rope_head_dim,
+    dn = qk_nope_head_dim, dv = v_head_dim, qk = dn + dr."""
+
+    wkv_a: Array  # (d_model, r + dr): the latent, then the shared RoPE key
+    kv_a_norm: NormWeights  # (r,)
+    wkv_b: Array  # (r, n_heads * (dn + dv)): each head's no-RoPE key, then its value
+    wo: Array  # (n_heads * dv, d_model)
+    wq: Array | None = None  # (d_model, n_heads * qk), without q_lora_rank
+    wq_a: Array | None = None  # (d_model, q_lora_rank)
+    q_a_norm: NormWeights | None = None  # (q_lora_rank,)
+    wq_b: Array | None = None  # (q_lora_rank, n_heads * qk)
+    bq_a: Array | None = None  # spec.attention_bias: on q_a and kv_a
+    bkv_a: Array | None = None
+    bo: Array | None = None  # spec.attention_out_bias
+
+
+@dataclass
 class FFNWeights:
     w_up: Array  # (d_model, d_ff)
     w_down: Array  # (d_ff, d_model)
@@ -50,6 +68,7 @@ class FFNWeights:
 class MoEWeights:
     router: Array  # (d_model, n_experts), no bias
     experts: list[FFNWeights]  # each of hidden width spec.expert_width
+    router_bias: Array | None = None  # (n_experts,): chooses experts only (a buffer, see BUFFERS)
     shared: FFNWeights | None = None  # the shared experts as one FFN of spec.shared_width
     shared_gate: Array | None = None  # (d_model, 1): sigmoid gate on the shared output
 
@@ -57,7 +76,7 @@ class MoEWeights:
 @dataclass
 class BlockWeights:
     attn_norm: NormWeights | None
-    attn: AttentionWeights
+    attn: AttentionWeights | LatentAttentionWeights
     ffn_norm: NormWeights | None
     ffn: FFNWeights | MoEWeights
     cross_norm: NormWeights | None = None
@@ -119,6 +138,12 @@ def iter_arrays(obj: object) -> Iterator[Array]:
     return (array for _, array in named_arrays(obj))
 
 
+# Fields holding arrays transformers keeps as buffers, not parameters: loaded and run, not
+# counted (tfcli.params.Component.buffer)
+BUFFERS = ("router_bias",)
+
+
 def count_parameters(weights: Weights) -> int:
-    """Parameters held, each shared array once (equals tfcli.params.total_parameters)."""
-    return sum(a.size for a in iter_arrays(weights))
+    """Parameters held, each shared array once, buffers left out (equals
+    tfcli.params.total_parameters)."""
+    return sum(a.size for path, a in named_arrays(weights) if path.rsplit(".", 1)[-1] not in BUFFERS)
