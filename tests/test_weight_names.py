@@ -50,18 +50,26 @@ def small(spec: Spec) -> Spec:
     (grouped-query stays grouped, MQA stays MQA), a 64-token vocabulary."""
     changes: dict[str, object] = dict(vocab_size=64, max_seq_len=16, d_model=32, n_heads=4,
                                       d_ff=48, n_layers=2)
-    if spec.kv_heads != spec.n_heads:
-        changes["n_kv_heads"] = 1 if spec.kv_heads == 1 else 2
-    if spec.d_head is not None and spec.d_head != spec.d_model // spec.n_heads:
-        changes["d_head"] = 6  # an explicit width that d_model / n_heads would not give
+    if spec.latent_attention:  # MLA derives d_head and rotary_dim from its own widths
+        changes |= {"kv_lora_rank": 12, "qk_nope_head_dim": 6, "qk_rope_head_dim": 4,
+                    "v_head_dim": 5}
+        changes |= {"q_lora_rank": 20} if spec.q_lora_rank is not None else {}
+    else:
+        if spec.kv_heads != spec.n_heads:
+            changes["n_kv_heads"] = 1 if spec.kv_heads == 1 else 2
+        if spec.d_head is not None and spec.d_head != spec.d_model // spec.n_heads:
+            changes["d_head"] = 6  # an explicit width that d_model / n_heads would not give
+        if spec.positions == "rope" and spec.rotary_width < spec.head_dim:
+            changes["rotary_dim"] = 2  # partial rotary stays partial
     if spec.sliding_window is not None:
         changes["sliding_window"] = 4
-    if spec.positions == "rope" and spec.rotary_width < spec.head_dim:
-        changes["rotary_dim"] = 2  # partial rotary stays partial
     if spec.family == "encoder-decoder":
         changes |= {"n_encoder_layers": 2, "n_decoder_layers": 3}  # unequal: stacks kept apart
-    if spec.n_experts > 8:  # Qwen MoE's 60 / 128 experts: 4, two routed
+    if spec.n_experts > 8:  # Qwen MoE's 60 / 128 experts: 4, two routed (DeepSeek's groups: 2)
         changes |= {"n_experts": 4, "experts_per_token": 2}
+        changes |= {"expert_groups": 2, "topk_groups": 1} if spec.group_limited else {}
+    if spec.dense_layers:  # DeepSeek's first_k_dense_replace: block 0 dense
+        changes["dense_layers"] = [0]
     if spec.n_experts:  # experts and shared experts keep widths of their own
         changes |= {"expert_d_ff": 16} if spec.expert_d_ff is not None else {}
         changes |= {"shared_expert_d_ff": 24} if spec.shared_expert_d_ff is not None else {}
@@ -128,7 +136,9 @@ FIELDS = {"q.weight": "wq", "k.weight": "wk", "v.weight": "wv", "o.weight": "wo"
           "up.weight": "w_up", "gate.weight": "w_gate", "down.weight": "w_down",
           "up.bias": "b_up", "gate.bias": "b_gate", "down.bias": "b_down",
           "router.weight": "router", "pooler.weight": "pooler_w", "pooler.bias": "pooler_b",
-          "lm_head.bias": "lm_head_bias"}
+          "lm_head.bias": "lm_head_bias", "router.bias": "router_bias",
+          "q_a.weight": "wq_a", "q_a.bias": "bq_a", "q_b.weight": "wq_b",
+          "kv_a.weight": "wkv_a", "kv_a.bias": "bkv_a", "kv_b.weight": "wkv_b"}
 
 
 @pytest.mark.parametrize(("name", "spec"), CASES, ids=IDS)

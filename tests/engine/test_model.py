@@ -160,10 +160,15 @@ def _expected_block(spec, stack, i, b, t, s_cross=None):
 
     def attn(path, s):
         rows.extend([(path, "norm", (b, t, d))] if pre else [])
-        rows.extend([(path, "q_proj", (b, h, t, dh)), (path, "k_proj", (b, kv, s, dh)),
-                     (path, "v_proj", (b, kv, s, dh)), (path, "scores", (b, h, t, s))]
+        if spec.latent_attention and not path.endswith("cross_attn"):
+            rows.extend(_expected_latent(spec, path, b, t))
+        else:
+            rows.extend([(path, "q_proj", (b, h, t, dh)), (path, "k_proj", (b, kv, s, dh)),
+                         (path, "v_proj", (b, kv, s, dh))])
+        dv = spec.value_dim
+        rows.extend([(path, "scores", (b, h, t, s))]
                     + ([(path, "softcap", (b, h, t, s))] if spec.attn_logit_softcap else [])
-                    + [(path, "softmax", (b, h, t, s)), (path, "weighted_sum", (b, h, t, dh)),
+                    + [(path, "softmax", (b, h, t, s)), (path, "weighted_sum", (b, h, t, dv)),
                      (path, "out_proj", (b, t, d))])
         rows.extend([(path, "norm", (b, t, d))] if after_body else [])
         rows.extend([] if parallel else [(path, "residual_add", (b, t, d))])
@@ -186,6 +191,21 @@ def _expected_block(spec, stack, i, b, t, s_cross=None):
     rows.append((p, "residual_add", (b, t, d)))
     rows.extend([(p, "norm", (b, t, d))] if post else [])
     return rows
+
+
+def _expected_latent(spec, path, b, t):
+    """MLA's projections (engine/latent_attention.py): the query (full or through q_a), the
+    joint down-projection, its norm, the up-projection of every cached latent."""
+    h, r = spec.n_heads, spec.kv_lora_rank
+    if spec.q_lora_rank is None:
+        rows = [(path, "q_proj", (b, t, h, spec.head_dim))]
+    else:
+        rows = [(path, "q_a_proj", (b, t, spec.q_lora_rank)),
+                (path, "q_a_norm", (b, t, spec.q_lora_rank)),
+                (path, "q_b_proj", (b, t, h, spec.head_dim))]
+    return rows + [(path, "kv_a_proj", (b, t, r + spec.qk_rope_head_dim)),
+                   (path, "kv_a_norm", (b, t, r)),
+                   (path, "kv_b_proj", (b, h, t, spec.qk_nope_head_dim + spec.value_dim))]
 
 
 def _expected_embed(spec, b, t):

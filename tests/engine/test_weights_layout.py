@@ -4,6 +4,7 @@ engine gives the same results with and without it."""
 from __future__ import annotations
 
 import copy
+import math
 import dataclasses
 import pickle
 
@@ -12,7 +13,7 @@ import pytest
 from tests.engine.engine_specs import BASE, VARIANTS, make_spec
 from tests.tolerance import assert_close
 
-from tfcli.params import total_parameters
+from tfcli.params import components, total_parameters
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.init import init_weights
 from tfcli.engine.layout import arrange_weights, fuse_columns, fused_array, fused_projection
@@ -124,7 +125,10 @@ def test_layout_keeps_the_parameter_count(variant):
     spec = make_spec(variant)
     weights = init_weights(spec, seed=1)
     assert count_parameters(weights) == total_parameters(spec)
-    assert sum(a.size for a in iter_arrays(_plain(weights))) == total_parameters(spec)
+    assert count_parameters(_plain(weights)) == total_parameters(spec)
+    # every array held is a counted parameter or one of the buffers params lists (router_bias)
+    buffers = sum(math.prod(c.shape) * c.repeat for c in components(spec) if c.buffer)
+    assert sum(a.size for a in iter_arrays(_plain(weights))) == total_parameters(spec) + buffers
 
 
 @pytest.mark.parametrize("order", ["as initialised", "C", "F"])
