@@ -11,6 +11,7 @@ the effect settles nothing).
     git worktree add /tmp/before <rev>
     python benchmarks/before_after.py --before /tmp/before            # ~3-5 min
     python benchmarks/before_after.py --before /tmp/before --rounds 4 --json
+    python benchmarks/before_after.py --before /tmp/before --suite mixtral --rounds 6
 """
 
 from __future__ import annotations
@@ -36,8 +37,10 @@ from tfcli.engine.generate import GenerationRequest, generate
 
 cases, repeats = json.loads(sys.argv[1]), int(sys.argv[2])
 out = {}
-for name, spec_name, layers, kind, n in cases:
+for name, spec_name, layers, kind, n, *changes in cases:
     spec = load_spec(spec_name).with_layers(layers)
+    if changes:  # a reshaped bundled spec (Spec.replace exists in every tree compared)
+        spec = spec.replace(**changes[0])
     weights = init_weights(spec, 0, np.float32)
     tokens = np.random.default_rng(1).integers(0, spec.vocab_size, size=(1, n))
     def once():
@@ -57,7 +60,16 @@ print(json.dumps(out))
 """
 
 
-def cases(llama_layers: int) -> list[tuple[str, str, int, str, int]]:
+# One Mixtral-8x7B block at a quarter of its width (d_model 1024, 8 experts of 3584, top-2,
+# GQA 8/2): the MoE path of issue 15 timed without allocating 5.6 GB of float32 experts.
+MIXTRAL_BLOCK = {"d_model": 1024, "n_heads": 8, "n_kv_heads": 2, "d_ff": 3584, "vocab_size": 1000}
+
+
+def cases(llama_layers: int, suite: str = "default") -> list[tuple]:
+    if suite == "mixtral":
+        return [("mixtral block forward N=128", "mixtral-8x7b", 1, "forward", 128, MIXTRAL_BLOCK),
+                ("mixtral block forward N=512", "mixtral-8x7b", 1, "forward", 512, MIXTRAL_BLOCK),
+                ("mixtral block decode 32 tokens", "mixtral-8x7b", 1, "decode", 32, MIXTRAL_BLOCK)]
     return [
         ("gpt2 forward N=128", "gpt2", 12, "forward", 128),
         ("gpt2 forward N=512", "gpt2", 12, "forward", 512),
@@ -67,7 +79,7 @@ def cases(llama_layers: int) -> list[tuple[str, str, int, str, int]]:
     ]
 
 
-def measure(tree: Path, todo: list[tuple[str, str, int, str, int]], repeats: int) -> dict[str, float]:
+def measure(tree: Path, todo: list[tuple], repeats: int) -> dict[str, float]:
     env = os.environ | {"PYTHONPATH": str(tree)}
     result = subprocess.run([sys.executable, "-c", WORKER, json.dumps(todo), str(repeats)],
                             capture_output=True, text=True, env=env, cwd=tree, check=True)
@@ -81,9 +93,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="before/after pairs (default 3)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per case per process")
     parser.add_argument("--llama-layers", type=int, default=4)
+    parser.add_argument("--suite", choices=["default", "mixtral"], default="default",
+                        help="mixtral: one Mixtral-shaped block (the MoE path)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    todo = cases(args.llama_layers)
+    todo = cases(args.llama_layers, args.suite)
     load = os.getloadavg()
     ratios: dict[str, list[float]] = {c[0]: [] for c in todo}
     for round_index in range(args.rounds):

@@ -21,7 +21,8 @@ _REQUIRED = ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 
 
 def check_latent(spec: Spec) -> None:
-    """MLA's fields: all or none; what they replace (d_head, n_kv_heads, rotary_dim) unset."""
+    """MLA's fields: all or none; what they derive (d_head, n_kv_heads, rotary_dim) unset or
+    equal to the derived value."""
     if spec.kv_lora_rank is None:
         for field in LATENT_FIELDS:
             if getattr(spec, field) is not None:
@@ -41,14 +42,17 @@ def check_latent(spec: Spec) -> None:
     if spec.qk_rope_head_dim % 2:  # type: ignore[operator]
         raise SpecConsistencyError("qk_rope_head_dim", f"must be even (got "
                                    f"{spec.qk_rope_head_dim}): RoPE rotates dimensions in pairs")
-    derived = {"d_head": "qk_nope_head_dim + qk_rope_head_dim",
-               "rotary_dim": "qk_rope_head_dim", "n_kv_heads": "n_heads (every head expands "
-               "its own key and value from the latent)"}
-    for field, source in derived.items():
+    # derived under MLA; a stated value must be the derived one (a YAML file written from a
+    # resolved spec states them)
+    derived = {"d_head": (latent_head_dim(spec), "qk_nope_head_dim + qk_rope_head_dim"),
+               "rotary_dim": (spec.qk_rope_head_dim, "qk_rope_head_dim"),
+               "n_kv_heads": (spec.n_heads, "n_heads (every head expands its own key and value "
+                              "from the latent)")}
+    for field, (expected, source) in derived.items():
         value = getattr(spec, field)
-        if value is not None and not (field == "n_kv_heads" and value == spec.n_heads):
-            raise SpecConsistencyError(field, f"is derived from {source} under multi-head "
-                                       "latent attention: leave it unset")
+        if value is not None and value != expected:
+            raise SpecConsistencyError(field, f"is {value} but multi-head latent attention "
+                                       f"derives it from {source}: {expected} (leave it unset)")
     if spec.qk_norm != "none":
         raise SpecConsistencyError("qk_norm", "does not apply to multi-head latent attention "
                                    "(its latents carry their own norms)")
