@@ -42,7 +42,8 @@ FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "ll
                  "gemma-2b": "gemma", "gemma-2-9b": "gemma2", "gemma-3-1b": "gemma3_text",
                  "qwen2.5-7b": "qwen2", "qwen3-8b": "qwen3", "olmo-2-7b": "olmo2",
                  "qwen1.5-moe-a2.7b": "qwen2_moe", "qwen3-30b-a3b": "qwen3_moe",
-                 "falcon-7b": "falcon", "phi-3-mini": "phi3"}
+                 "falcon-7b": "falcon", "phi-3-mini": "phi3",
+                 "deepseek-v2-lite": "deepseek_v2", "deepseek-v3": "deepseek_v3"}
 
 
 def small(spec: Spec) -> Spec:

@@ -78,6 +78,17 @@ TINY = {
                                                  num_attention_heads=2, num_key_value_heads=1,
                                                  head_dim=8, num_hidden_layers=2, vocab_size=50,
                                                  num_labels=3),
+    "deepseek_v2": transformers.DeepseekV2Config(
+        hidden_size=16, intermediate_size=32, moe_intermediate_size=8, num_attention_heads=2,
+        num_hidden_layers=2, vocab_size=50, n_routed_experts=4, num_experts_per_tok=2,
+        n_shared_experts=1, kv_lora_rank=8, q_lora_rank=None, qk_nope_head_dim=4,
+        qk_rope_head_dim=4, v_head_dim=4, first_k_dense_replace=1, num_labels=3),
+    "deepseek_v3": transformers.DeepseekV3Config(
+        hidden_size=16, intermediate_size=32, moe_intermediate_size=8, num_attention_heads=2,
+        num_key_value_heads=2, num_hidden_layers=2, vocab_size=50, n_routed_experts=4,
+        num_experts_per_tok=2, n_shared_experts=1, n_group=2, topk_group=1, kv_lora_rank=8,
+        q_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4,
+        first_k_dense_replace=1, num_labels=3),
     "t5": transformers.T5Config(d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
                                 num_decoder_layers=3, vocab_size=50),
 }

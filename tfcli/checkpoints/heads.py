@@ -63,6 +63,9 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
     "qwen3": _decoder_family("Qwen3"),
     "qwen2_moe": _decoder_family("Qwen2Moe"),
     "qwen3_moe": _decoder_family("Qwen3Moe"),
+    "deepseek_v2": {name: a for name, a in _decoder_family("DeepseekV2", qa_head=None).items()
+                    if not name.endswith("ForTokenClassification")},  # V2 has no such class
+    "deepseek_v3": _decoder_family("DeepseekV3", qa_head=None),
     "phi3": _decoder_family("Phi3", qa_head=None),
     "gemma": _decoder_family("Gemma", qa_head=None),
     "gemma2": _decoder_family("Gemma2", qa_head=None),

@@ -15,6 +15,7 @@ from tfcli.checkpoints.families import bert, falcon, gpt2, llama, olmo2, phi3, t
 from tfcli.checkpoints.families import gpt_neox, gptj, phi, stablelm
 from tfcli.checkpoints.families import gemma
 from tfcli.checkpoints.families import qwen_moe
+from tfcli.checkpoints.families import deepseek
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.names import Table
@@ -37,6 +38,9 @@ FAMILIES: dict[str, Family] = {
     "qwen3": Family(llama.QWEN3_DEFAULTS, llama.read_qwen, llama.TABLE),
     "qwen2_moe": Family(qwen_moe.QWEN2_MOE_DEFAULTS, qwen_moe.read_qwen2_moe, qwen_moe.TABLE),
     "qwen3_moe": Family(qwen_moe.QWEN3_MOE_DEFAULTS, qwen_moe.read_qwen3_moe, qwen_moe.TABLE),
+    "deepseek_v2": Family(deepseek.DEEPSEEK_V2_DEFAULTS, deepseek.read_deepseek_v2, deepseek.TABLE),
+    "deepseek_v3": Family(deepseek.DEEPSEEK_V3_DEFAULTS, deepseek.read_deepseek_v3,
+                          deepseek.V3_TABLE),
     "t5": Family(t5.DEFAULTS, t5.read, t5.TABLE),
     "gpt_neox": Family(gpt_neox.DEFAULTS, gpt_neox.read, gpt_neox.TABLE),
     "gptj": Family(gptj.DEFAULTS, gptj.read, gptj.TABLE),
