@@ -25,6 +25,9 @@ BIG |= {"pythia-1.4b", "gpt-j-6b", "phi-2", "stablelm-2-1.6b"}
 BIG |= {"olmo-2-7b", "falcon-7b"}
 BIG |= {"gemma-2b", "gemma-2-9b", "gemma-3-1b"}  # 256k-262k vocabularies: 0.3-0.9 G floats
 MOE = {"qwen1.5-moe-a2.7b", "qwen3-30b-a3b"}  # 60 / 128 experts per block: their widths shrink too
+# 256 / 64 experts, 128 / 16 heads of 192 + 128 dims: d_model and the latent ranks shrink too
+# (heads, head widths, experts, groups and the dense first blocks kept); 9 GiB for one V3 block
+DEEPSEEK = {"deepseek-v3": 4, "deepseek-v2-lite": 2}  # blocks run: the dense ones and one MoE
 
 # B=2, T=3, d=8, H=2, Hkv=1 (GQA), dh=4, d_ff=16, V=11, biases, learned positions, tied head.
 TINY = Spec(name="tiny", family="decoder", vocab_size=11, max_seq_len=16, d_model=8, n_heads=2,
@@ -220,6 +223,10 @@ def _runnable(name: str) -> Spec:
     if name in MOE:
         shared = {"shared_expert_d_ff": 64} if spec.n_shared_experts else {}
         return spec.replace(vocab_size=512, d_ff=256, expert_d_ff=32, **shared).with_layers(1)
+    if name in DEEPSEEK:
+        q_lora = {"q_lora_rank": 64} if spec.q_lora_rank is not None else {}
+        return spec.replace(vocab_size=512, d_ff=256, d_model=256, expert_d_ff=32,
+                            kv_lora_rank=32, **q_lora).with_layers(DEEPSEEK[name])
     return spec.with_layers(min(2, spec.n_layers))
 
 

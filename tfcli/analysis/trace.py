@@ -160,7 +160,7 @@ def convention_text(spec: Spec, dtype: str) -> str:
     moe = f" MoE experts: only the {k} routed experts per token{_moe_text(spec)}." \
         if spec.n_experts else ""
     qk = (" q/k norms (qk_norm): the norm figure per element of q and of k."
-          if spec.qk_norm != "none" else "") + _gemma_text(spec)
+          if spec.qk_norm != "none" else "") + _latent_text(spec) + _gemma_text(spec)
     parallel = (" Parallel residual: one residual_add row per block, after the FFN, 2 FLOPs per "
                 "element (x + attn + ffn)." if spec.parallel_residual != "off" else "")
     window = (f" Nor are keys outside the {spec.sliding_window:,}-token sliding window "
@@ -176,8 +176,19 @@ def convention_text(spec: Spec, dtype: str) -> str:
         f"({per_token}). Activation bytes: output elements x {DTYPE_BYTES[dtype]:g} bytes "
         f"({dtype}), summed over ops (not peak memory). A stack of more than "
         f"{MAX_LISTED_BLOCKS} blocks lists block 0, then blocks 1..L-1 as one row named for its stack and range (e.g. 'decoder.1-79') "
-        "(identical blocks), their figures summed."
+        "(identical blocks), their figures summed"
+        f"{_listing_text(spec)}."
     )
+
+
+def _listing_text(spec: Spec) -> str:
+    """Where the listing differs for a deep stack of this spec: more blocks before the run."""
+    layers = spec.decoder_layers
+    m = uniform_tail(spec, layers) if layers > MAX_LISTED_BLOCKS else None
+    if m is None or m == 1:
+        return ""
+    return (f"; here the decoder lists blocks 0..{m - 1}, and blocks {m}..L-1, all of one kind "
+            "(dense or MoE), make that row")
 
 
 def _moe_text(spec: Spec) -> str:
@@ -192,7 +203,40 @@ def _moe_text(spec: Spec) -> str:
     if spec.mixed_ffn_layers:
         parts.append(f"; {spec.moe_layer_count(spec.decoder_layers):,} of "
                      f"{spec.decoder_layers:,} blocks are MoE, the others dense (d_ff)")
-    return "".join(parts)
+    return "".join(parts) + _routing_text(spec)
+
+
+def _routing_text(spec: Spec) -> str:
+    """What DeepSeek-style routing adds beyond the router's x @ W, none of it counted."""
+    parts = []
+    if spec.router_scoring == "sigmoid":
+        parts.append("sigmoid scoring")
+    if spec.router_bias:
+        parts.append("the correction bias (router_bias: a buffer, 0 parameters, owned by the "
+                     "router row)")
+    if spec.group_limited:
+        parts.append(f"group-limited choice ({spec.expert_groups} groups, the best "
+                     f"{spec.topk_groups} by {spec.group_score})")
+    if spec.routed_scaling_factor != 1:
+        parts.append(f"scaling by routed_scaling_factor {spec.routed_scaling_factor:g}")
+    if not parts:
+        return ""
+    return f"; the router row counts x @ W only: {', '.join(parts)} not counted, like routing top-k"
+
+
+def _latent_text(spec: Spec) -> str:
+    """The convention for multi-head latent attention (MLA), when used."""
+    if not spec.latent_attention:
+        return ""
+    r, dr, dn = spec.kv_lora_rank, spec.qk_rope_head_dim, spec.qk_nope_head_dim
+    query = ("q_proj" if spec.q_lora_rank is None else
+             f"q_a_proj to the {spec.q_lora_rank}-wide q_lora_rank, q_a_norm, q_b_proj")
+    return (f" Latent attention (MLA): the query by {query}; kv_a_proj to the {r}-dim latent "
+            f"and the {dr}-dim shared RoPE key, kv_a_norm (the norm figure) on the latent; "
+            f"kv_b_proj expands all S cached latents to every head's key and value on each call, "
+            f"2 x B x S x r x H x (dn + dv) FLOPs (S = seq_len in one forward pass; not the "
+            f"absorbed form); scores over qk = dn + dr = {dn} + {dr} = {spec.head_dim} dims per "
+            f"head, the weighted sum over v_head_dim = {spec.value_dim}.")
 
 
 def _rotary_note(spec: Spec) -> str:
@@ -203,8 +247,23 @@ def _rotary_note(spec: Spec) -> str:
         return ""
     if not partial:
         return f" ({spec.rope_pairing} pairs)"
+    if spec.latent_attention:  # MLA rotates the qk_rope_head_dim dims after the nope ones
+        return (f" (MLA: the last {spec.rotary_width} of each head's {spec.head_dim} query dims "
+                f"and the shared RoPE key, {spec.rope_pairing} pairs)")
     return (f" (partial rotary: the first {spec.rotary_width} of each head's {spec.head_dim} "
             f"dims, {spec.rope_pairing} pairs)")
+
+
+def uniform_tail(spec: Spec, layers: int) -> int | None:
+    """The first block m >= 1 from which blocks m..L-1 (at least two) are all of one kind,
+    dense or MoE, so that one row group stands for them; None past MAX_LISTED_BLOCKS. Block 0
+    is always listed (it owns a T5 stack's relative-bias table). Counted with moe_layer_count,
+    never by listing the blocks: a stack may have 10^9 of them."""
+    moe_total = spec.moe_layer_count(layers)
+    for m in range(1, min(MAX_LISTED_BLOCKS, layers - 2) + 1):
+        if moe_total - spec.moe_layer_count(m) in (0, layers - m):  # MoE in m..L-1: none or all
+            return m
+    return None
 
 
 # norm_placement values that put a norm row at each place in a sublayer (see _Tracer.norm)
@@ -274,19 +333,18 @@ class _Tracer:
         """Every block of `stack` (with cross-attention over memory_len source positions)."""
         s = self.spec
         layers = s.encoder_layers if stack == "encoder" else s.decoder_layers
-        listed = layers if layers <= MAX_LISTED_BLOCKS else 1
-        uniform_tail = s.moe_layer_step == 1 and set(s.dense_layers or ()) <= {0}
-        if listed < layers and not uniform_tail:  # blocks 1..L-1 differ: no one row for them
+        listed = layers if layers <= MAX_LISTED_BLOCKS else uniform_tail(s, layers)
+        if listed is None:  # no block m <= MAX_LISTED_BLOCKS after which all are of one kind
             raise BadInputError(f"{s.name}: trace lists every block of a stack that mixes dense "
-                                f"and MoE blocks, at most {MAX_LISTED_BLOCKS}; it has "
-                                f"{layers:,} (use --layers)")
+                                f"and MoE blocks past block {MAX_LISTED_BLOCKS}, at most "
+                                f"{MAX_LISTED_BLOCKS}; it has {layers:,} (use --layers)")
         for i in range(listed):
             self.block(stack, i, layers, length, memory_len)
-        if listed < layers:  # blocks 1..L-1 are identical: one block's rows, times L-1
-            start = len(self.rows)
-            self.block(stack, 1, layers, length, memory_len)
-            span, repeat = f"{stack}.1-{layers - 1}", layers - 1
-            self.rows[start:] = [repeated(r, f"{stack}.1", span, repeat) for r in self.rows[start:]]
+        if listed < layers:  # blocks m..L-1 are identical: one block's rows, times L-m
+            start, first = len(self.rows), f"{stack}.{listed}"
+            self.block(stack, listed, layers, length, memory_len)
+            span, repeat = f"{first}-{layers - 1}", layers - listed
+            self.rows[start:] = [repeated(r, first, span, repeat) for r in self.rows[start:]]
         if s.final_norm:
             x = (self.batch, length, s.d_model)
             norm_params = self.owned(f"{stack}.final_norm")
@@ -320,6 +378,9 @@ class _Tracer:
     def attention(self, path: str, w: str, norm: str, layers: int, length: int, keys: int,
                   score_params: Owned) -> None:
         """One attention sublayer: queries over `length` positions, keys over `keys`."""
+        if self.spec.latent_attention:  # decoder self-attention only
+            self.latent_attention(path, w, norm, layers, length, score_params)
+            return
         s, B, T, S = self.spec, self.batch, length, keys
         H, Hkv, dh, d = s.n_heads, s.kv_heads, s.head_dim, s.d_model
         x, memory = (B, T, d), (B, S, d)
@@ -350,6 +411,51 @@ class _Tracer:
         project("out_proj", "o", q, x, B * T, H * dh, d)  # heads merged: (B, T, H*dh) @ wo
         self.norm(path, f"{w}_post_norm", layers, T, "body")  # attn_post_norm
         if s.parallel_residual == "off":  # parallel: one residual add, after the FFN
+            self.residual(path, norm, layers, T)
+
+    def latent_attention(self, path: str, w: str, norm: str, layers: int, length: int,
+                         score_params: Owned) -> None:
+        """MLA self-attention, in the engine's probe order (tfcli.engine.latent_attention): the
+        query (whole, or through the q_lora bottleneck), the latent and shared RoPE key, the
+        expansion of all S = length latents to every head's key and value, attention, output."""
+        s, B, T = self.spec, self.batch, length
+        H, d, qk, dv = s.n_heads, s.d_model, s.head_dim, s.value_dim
+        r, dr, dn = s.kv_lora_rank or 0, s.qk_rope_head_dim or 0, s.qk_nope_head_dim or 0
+        x, heads = (B, T, d), (B, T, H, qk)
+
+        def project(op: str, names: tuple[str, ...], inp: Shape, out: Shape, n_in: int,
+                    n_out: int, bias: bool | None = False) -> None:
+            owned = self.owned(*(f"{w}.{n}" for n in names), blocks=layers)
+            self.add(path, op, [inp], out, owned, _linear_flops(B * T, n_in, n_out, bool(bias)))
+
+        def latent_norm(op: str, width: int) -> None:
+            shape = (B, T, width)
+            self.add(path, op, [shape], shape, self.owned(f"{w}.{op}", blocks=layers),
+                     NORM_FLOPS * math.prod(shape))
+
+        self.norm(path, norm, layers, T, "pre")
+        if s.q_lora_rank is None:
+            project("q_proj", ("wq",), x, heads, d, H * qk)
+        else:
+            low = (B, T, s.q_lora_rank)
+            project("q_a_proj", ("wq_a", "bq_a"), x, low, d, s.q_lora_rank, s.attention_bias)
+            latent_norm("q_a_norm", s.q_lora_rank)
+            project("q_b_proj", ("wq_b",), low, heads, s.q_lora_rank, H * qk)
+        project("kv_a_proj", ("wkv_a", "bkv_a"), x, (B, T, r + dr), d, r + dr, s.attention_bias)
+        latent_norm("kv_a_norm", r)
+        # every cached latent (S = T here) expanded on each call: 2 B S r H (dn + dv)
+        project("kv_b_proj", ("wkv_b",), (B, T, r), (B, H, T, dn + dv), r, H * (dn + dv))
+        q, keys, scores = (B, H, T, qk), (B, H, T, qk), (B, H, T, T)
+        self.add(path, "scores", [q, keys], scores, score_params, 2 * B * H * T * T * qk)
+        if s.attn_logit_softcap is not None:  # c * tanh(s / c), elementwise
+            self.add(path, "softcap", [scores], scores, NOTHING,
+                     ACTIVATION_FLOPS * math.prod(scores))
+        self.add(path, "softmax", [scores], scores, NOTHING, SOFTMAX_FLOPS * math.prod(scores))
+        values = (B, H, T, dv)
+        self.add(path, "weighted_sum", [scores, values], values, NOTHING, 2 * B * H * T * T * dv)
+        project("out_proj", ("wo", "bo"), values, x, H * dv, d, s.attention_out_bias)
+        self.norm(path, f"{w}_post_norm", layers, T, "body")  # attn_post_norm
+        if s.parallel_residual == "off":
             self.residual(path, norm, layers, T)
 
     def ffn(self, path: str, w: str, layers: int, length: int, i: int) -> None:
@@ -387,7 +493,9 @@ class _Tracer:
         s, tokens = self.spec, self.batch * length
         x, routed = (self.batch, length, s.d_model), (self.batch, length, s.n_experts)
         router = _linear_flops(tokens, s.d_model, s.n_experts, False)
-        self.add(path, "router", [x], routed, self.owned(f"{w}.router", blocks=layers), router)
+        # the router row owns router_bias too (a buffer: 0 parameters, see convention_text)
+        owned = self.owned(f"{w}.router", f"{w}.router_bias", blocks=layers)
+        self.add(path, "router", [x], routed, owned, router)
         experts = tokens * s.experts_per_token * _dense_ffn_token_flops(s, s.expert_width)
         self.add(path, "experts", [x, routed], x, self.owned(f"{w}.experts", blocks=layers),
                  experts)
