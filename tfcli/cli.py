@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from enum import Enum
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -49,6 +50,15 @@ WeightsOpt = Annotated[
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class PoolChoice(str, Enum):
+    """`tfcli run --pool`: how hidden states become one sentence embedding (engine/pooling.py)."""
+
+    mean = "mean"
+    cls = "cls"
+    last = "last"
+    none = "none"
 
 
 def handle_errors(func: F) -> F:
@@ -197,7 +207,7 @@ def import_config_cmd(
 @command("run")
 def run_cmd(
     spec: SpecArg,
-    text: Annotated[str | None, typer.Option(help="Input text (UTF-8 bytes, or the checkpoint's tokenizer.json).")] = None,
+    text: Annotated[list[str] | None, typer.Option(help="Input text (UTF-8 bytes, or the checkpoint's tokenizer.json); repeat it for a batch, each text encoded alone and right-padded under a mask.")] = None,
     tokens: Annotated[str | None, typer.Option(help="Input token ids, e.g. 1,2,3.")] = None,
     target: Annotated[str | None, typer.Option(help="Encoder-decoder: decoder input text.")] = None,
     batch: Annotated[int, typer.Option(min=1, help="Random input: sequences.")] = 1,
@@ -208,14 +218,17 @@ def run_cmd(
     seed: SeedOpt = 0,
     save_npz: Annotated[str | None, typer.Option(help="Write tokens, hidden states and logits to FILE.npz.")] = None,
     truncate: Annotated[bool, typer.Option("--truncate", help="Cut a --text / --target longer than the model takes (keeps its start) instead of refusing it.")] = False,
+    pool: Annotated[PoolChoice | None, typer.Option("--pool", help="Sentence embedding: mean over the real tokens (the default for encoders, as sentence-transformers), cls (the first token), last (the last real token), none.")] = None,
+    normalize: Annotated[bool, typer.Option("--normalize", help="L2-normalise the sentence embedding.")] = False,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """A real forward pass: per-position output norms, logits, top-5 next tokens, loss, timing.
+    """A real forward pass: per-position output norms, logits, top-5 next tokens, loss, timing,
+    and a sentence embedding (--pool; encoders by default) with the texts' cosine similarities.
 
     Example: tfcli run gpt2 --text "The Transformer is" --layers 2
     """
     from tfcli.analysis.model_source import load_model
-    from tfcli.analysis.run import build_inputs, check_npz_path, run_forward, run_plan
+    from tfcli.analysis.run import build_inputs, check_npz_path, default_pooling, run_forward, run_plan
     from tfcli.analysis.run import save_npz as write_npz
     from tfcli.render.run import render_run
 
@@ -227,9 +240,15 @@ def run_cmd(
     inputs = build_inputs(model.spec, text=text, tokens=tokens, target=target, batch=batch,
                           seq_len=seq_len, seed=seed, weights_dir=model.weights_dir,
                           truncate=truncate)
-    result, outputs = run_forward(model, inputs, seed=seed)
+    pooling = default_pooling(model.spec, None if pool is None else pool.value)
+    if normalize and pooling is None:
+        from tfcli.errors import BadInputError
+
+        raise BadInputError("--normalize scales a sentence embedding: give --pool mean|cls|last "
+                            "(the default for encoders)")
+    result, outputs = run_forward(model, inputs, seed=seed, pooling=pooling, normalize=normalize)
     if save_npz is not None:
-        write_npz(save_npz, inputs, outputs)
+        write_npz(save_npz, inputs, outputs, result.embedding)
     emit(result, fmt, lambda: render_run(result))
 
 

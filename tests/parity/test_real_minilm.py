@@ -109,3 +109,45 @@ def test_without_the_tokenizers_package_the_text_is_refused_not_read_as_bytes(
     result = invoke("run", str(minilm_dir), "--text", "The cat sits outside")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert "pip install 'tfcli[hf]'" in result.stderr and "tokenizer.json" in result.stderr
+
+
+SENTENCES = ["The cat sits outside", "A man is playing guitar.",
+             "The new movie is awesome, and the popcorn was good too", "A woman watches TV"]
+
+
+def test_mean_pooled_normalised_embeddings_of_a_padded_batch_match_transformers(
+        minilm_dir: Path, invoke: Callable[..., object]) -> None:
+    """Issue 16: several --text, one padded batch, sentence-transformers' pooling (the mean over
+    the attention mask, then L2) against transformers' BertModel on the same padded batch."""
+    tokenizer = BertTokenizerFast.from_pretrained(minilm_dir)
+    model = BertModel.from_pretrained(minilm_dir).eval()
+    batch = tokenizer(SENTENCES, padding=True, truncation=False, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**batch).last_hidden_state.double()
+    mask = batch["attention_mask"].unsqueeze(-1).double()
+    theirs = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1).numpy()
+    args = [a for s in SENTENCES for a in ("--text", s)]
+    result = invoke("run", str(minilm_dir), *args, "--normalize", "-f", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    embedding = data["embedding"]
+    assert (embedding["pooling"], embedding["normalized"], embedding["dim"]) == ("mean", True, 384)
+    ours = np.array(embedding["vectors"])
+    assert data["tokens"] == batch["input_ids"].tolist()  # the same ids, right-padded alike
+    cosines = (ours * theirs).sum(axis=1)  # both unit vectors
+    assert cosines.min() >= 0.99999, cosines
+    # the similarity matrix is of these vectors, and the texts are told apart
+    np.testing.assert_allclose(np.array(embedding["similarity"]), ours @ ours.T, atol=1e-12)
+    assert np.array(embedding["similarity"])[0, 1] < 0.9
+
+
+def test_padding_does_not_change_a_texts_embedding(minilm_dir: Path,
+                                                   invoke: Callable[..., object]) -> None:
+    """The shortest text alone and inside a batch of longer ones: the same vector (padding is
+    masked out of attention and of the mean)."""
+    alone = json.loads(invoke("run", str(minilm_dir), "--text", SENTENCES[0], "-f", "json").stdout)
+    args = [a for s in SENTENCES for a in ("--text", s)]
+    batched = json.loads(invoke("run", str(minilm_dir), *args, "-f", "json").stdout)
+    a, b = np.array(alone["embedding"]["vectors"][0]), np.array(batched["embedding"]["vectors"][0])
+    np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5 * np.abs(a).max())
+    assert len(batched["hidden_norms"][0]) == len(alone["tokens"][0])  # padding not listed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from tfcli.analysis.memory import MemoryEstimate, Workload, run_estimate
 from tfcli.analysis.finite import check_outputs, quiet_numerics
 from tfcli.analysis.model_source import Model
 from tfcli.arrays import Array
+from tfcli.engine.generate import right_pad
 from tfcli.engine.model import ForwardOutput, ModelInput, forward
+from tfcli.engine.pooling import Pooling, cosine_matrix, l2_normalize, pool
 from tfcli.errors import BadInputError
 from tfcli.files import check_output_file, write_atomically
 from tfcli.spec import Spec
@@ -31,6 +34,7 @@ class RunInputs:
     kind: str  # "text", "tokens" or "random"
     tokenizer: Tokenizer | None
     notes: tuple[str, ...] = ()  # e.g. what --truncate cut
+    mask: Array | None = None  # (B, T) bool, True = real token: several texts, right-padded
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,28 @@ class TopToken:
     token: int
     text: str
     prob: float
+
+
+@dataclass(frozen=True)
+class SentenceEmbedding:
+    """One pooled vector per sequence (tfcli.engine.pooling) and how it was made."""
+
+    pooling: str  # "mean", "cls" or "last"
+    normalized: bool
+    vectors: list[list[float]]  # (B, d)
+    norms: list[float]  # (B,) each vector's L2 norm (1 when normalised)
+    similarity: list[list[float]] | None  # (B, B) cosines, with two or more sequences
+
+    @property
+    def method(self) -> str:
+        what = {"mean": "mean over the real tokens", "cls": "the first token",
+                "last": "the last real token"}[self.pooling]
+        return what + (", L2-normalised" if self.normalized else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pooling": self.pooling, "normalized": self.normalized, "method": self.method,
+                "dim": len(self.vectors[0]), "vectors": self.vectors, "norms": self.norms,
+                "similarity": self.similarity}
 
 
 @dataclass(frozen=True)
@@ -59,6 +85,7 @@ class RunResult:
     seconds: float
     flops: int
     notes: list[str] = field(default_factory=list)
+    embedding: SentenceEmbedding | None = None
 
     @property
     def gflops_per_s(self) -> float:
@@ -74,6 +101,7 @@ class RunResult:
             "top_next": [[t.__dict__ for t in seq] for seq in self.top_next] if self.top_next else None,
             "loss": self.loss, "loss_kind": self.loss_kind, "seconds": self.seconds,
             "flops": self.flops, "gflops_per_s": self.gflops_per_s, "notes": self.notes,
+            "embedding": None if self.embedding is None else self.embedding.to_dict(),
         }
 
     def csv_rows(self) -> tuple[list[str], list[list[object]]]:
@@ -84,12 +112,17 @@ class RunResult:
         return ["sequence", "position", "token", "hidden_norm"], rows
 
 
-def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: str | None,
-                 batch: int, seq_len: int | None, seed: int, weights_dir: str | None,
-                 truncate: bool = False) -> RunInputs:
-    """Token ids from --text, --tokens, or seeded random ids (--batch x --seq-len). Each text
-    is encoded alone (one sequence, no padding, so no mask is needed); a text longer than the
-    model takes is refused unless `truncate`, which cuts it and adds a note."""
+def build_inputs(spec: Spec, *, text: str | Sequence[str] | None, tokens: str | None,
+                 target: str | None, batch: int, seq_len: int | None, seed: int,
+                 weights_dir: str | None, truncate: bool = False) -> RunInputs:
+    """Token ids from --text (repeatable), --tokens, or seeded random ids (--batch x --seq-len).
+    Each text is encoded alone; several are right-padded into one batch with a mask, so that
+    no text sees another's padding. A text longer than the model takes is refused unless
+    `truncate`, which cuts it and adds a note."""
+    texts = _texts(text)
+    if texts is not None and len(texts) > 1 and target is not None:
+        raise BadInputError("--target goes with one --text (one source sequence), got "
+                            f"{len(texts)} texts")
     if text is not None and tokens is not None:
         raise BadInputError("give either --text or --tokens, not both")
     if truncate and text is None and target is None:
@@ -105,8 +138,13 @@ def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: st
         tokenizer = get_tokenizer(spec.vocab_size, weights_dir,
                                   "--text" if text is not None else "--target")
     notes: list[str] = []
-    if text is not None and tokenizer is not None:
-        ids, kind = _encode(spec, tokenizer, text, "--text", truncate, notes), "text"
+    if texts is not None and tokenizer is not None:
+        rows = [_encode(spec, tokenizer, t, "--text", truncate, notes) for t in texts]
+        if len(rows) > 1:
+            padded, mask = right_pad([np.array(r, dtype=np.int64) for r in rows])
+            return RunInputs(padded, _decoder_start(spec, len(rows)), "text", tokenizer,
+                             tuple(notes), mask)
+        ids, kind = rows[0], "text"
     elif tokens is not None:
         ids, kind = parse_token_list(tokens, spec.vocab_size), "tokens"
     else:
@@ -118,9 +156,23 @@ def build_inputs(spec: Spec, *, text: str | None, tokens: str | None, target: st
     decoder = None
     if target is not None and tokenizer is not None:
         decoder = np.array([_encode(spec, tokenizer, target, "--target", truncate, notes)])  # (1, T)
-    elif spec.family == "encoder-decoder":  # the decoder starts from token 0 alone, as T5's
-        decoder = np.full((1, 1), DECODER_START, dtype=np.int64)
+    else:
+        decoder = _decoder_start(spec, 1)
     return RunInputs(np.array([ids]), decoder, kind, tokenizer, tuple(notes))
+
+
+def _texts(text: str | Sequence[str] | None) -> list[str] | None:
+    """--text as a list (typer gives a list for a repeatable option; library callers a str)."""
+    if text is None or isinstance(text, str):
+        return None if text is None else [text]
+    return list(text) or None
+
+
+def _decoder_start(spec: Spec, batch: int) -> Array | None:
+    """An encoder-decoder's decoder input without --target: token 0 alone, as T5's."""
+    if spec.family != "encoder-decoder":
+        return None
+    return np.full((batch, 1), DECODER_START, dtype=np.int64)
 
 
 def _check_random_length(spec: Spec, length: int) -> None:
@@ -135,7 +187,7 @@ def _longest_encoding(spec: Spec, text: str) -> int:
     return min(spec.max_seq_len, 4 * len(text) + 8)
 
 
-def run_plan(spec: Spec, dtype: type, *, text: str | None, tokens: str | None,
+def run_plan(spec: Spec, dtype: type, *, text: str | Sequence[str] | None, tokens: str | None,
              target: str | None, batch: int, seq_len: int | None) -> MemoryEstimate:
     """The sizes `tfcli run` will use, checked against the spec, and the run's whole memory
     estimate; load_model calls it before any weight or input exists."""
@@ -144,10 +196,11 @@ def run_plan(spec: Spec, dtype: type, *, text: str | None, tokens: str | None,
         _check_random_length(spec, length)
         work = Workload(batch=batch, seq_len=length, decoder_len=length, loss=True)
     else:
-        length = _longest_encoding(spec, text) if text is not None else \
+        texts = _texts(text)
+        length = max(_longest_encoding(spec, t) for t in texts) if texts is not None else \
             min(spec.max_seq_len, (tokens or "").count(",") + 1)
         decoder = 1 if target is None else _longest_encoding(spec, target)
-        work = Workload(batch=1, seq_len=length, decoder_len=decoder, loss=True)
+        work = Workload(batch=len(texts or [""]), seq_len=length, decoder_len=decoder, loss=True)
     return run_estimate(spec, dtype, work)
 
 
@@ -177,11 +230,17 @@ def _check_length(spec: Spec, inputs: RunInputs) -> None:
                             f"of {spec.name}")
 
 
-def _mlm_masked(spec: Spec, tokens: Array, seed: int) -> tuple[Array, Array]:
-    """BERT-style: 15% of positions (at least one per sequence) replaced by a mask id."""
+def _mlm_masked(spec: Spec, tokens: Array, seed: int,
+                mask: Array | None = None) -> tuple[Array, Array]:
+    """BERT-style: 15% of the real positions (at least one per sequence) replaced by a mask id."""
     rng = np.random.default_rng(seed + 1)
     chosen = rng.random(tokens.shape) < MLM_FRACTION  # (B, T)
-    chosen[np.arange(tokens.shape[0]), rng.integers(0, tokens.shape[1], tokens.shape[0])] = True
+    if mask is None:
+        forced = rng.integers(0, tokens.shape[1], tokens.shape[0])  # (B,)
+    else:  # a real position of each row
+        forced = rng.integers(0, mask.sum(axis=1))  # (B,) each below its row's length
+        chosen &= mask
+    chosen[np.arange(tokens.shape[0]), forced] = True
     masked = np.where(chosen, spec.vocab_size - 1, tokens)  # the last id stands in for [MASK]
     return masked, chosen
 
@@ -227,28 +286,58 @@ def _loss(spec: Spec, model: Model, inputs: RunInputs, out: ForwardOutput,
     if out.logits is None:
         return None, None
     if spec.family == "encoder":
-        masked, chosen = _mlm_masked(spec, inputs.tokens, seed)
-        mlm = forward(spec, model.weights, masked)
+        masked, chosen = _mlm_masked(spec, inputs.tokens, seed, inputs.mask)
+        mlm = forward(spec, model.weights, ModelInput(masked, inputs.mask))
         if mlm.logits is None:
             return None, None
         return cross_entropy(mlm.logits, inputs.tokens, chosen), "masked-LM cross-entropy (15% masked)"
     targets = inputs.decoder_tokens if spec.family == "encoder-decoder" else inputs.tokens
     if targets is None or targets.shape[1] < 2:
         return None, None
-    # Teacher forcing: position t predicts token t + 1.
-    return cross_entropy(out.logits[:, :-1], targets[:, 1:]), "next-token cross-entropy"
+    # Teacher forcing: position t predicts token t + 1 (real tokens only, with padding).
+    where = None if inputs.mask is None or spec.family == "encoder-decoder" else inputs.mask[:, 1:]
+    return cross_entropy(out.logits[:, :-1], targets[:, 1:], where), "next-token cross-entropy"
 
 
-def _top_next(logits: Array, tokenizer: Tokenizer | None, k: int = 5) -> list[list[TopToken]]:
-    _, probs = _shifted_exp(logits[:, -1])  # (B, V)
+def _top_next(logits: Array, tokenizer: Tokenizer | None, mask: Array | None = None,
+              k: int = 5) -> list[list[TopToken]]:
+    last = np.full(logits.shape[0], logits.shape[1] - 1) if mask is None else mask.sum(axis=1) - 1
+    _, probs = _shifted_exp(logits[np.arange(logits.shape[0]), last])  # (B, V): last real token
     probs /= probs.sum(axis=-1, keepdims=True)
     top = np.argsort(-probs, axis=-1)[:, :k]  # (B, k)
     return [[TopToken(int(t), tokenizer.token_text(int(t)) if tokenizer else str(int(t)),
                       float(p[t])) for t in row] for row, p in zip(top, probs)]
 
 
-def _norms(hidden: Array) -> list[list[float]]:
-    return np.linalg.norm(hidden.astype(np.float64), axis=-1).tolist()  # (B, T)
+def _norms(hidden: Array, mask: Array | None = None) -> list[list[float]]:
+    """Per sequence, the norm of each real position's hidden state (padding left out)."""
+    norms = np.linalg.norm(hidden.astype(np.float64), axis=-1)  # (B, T)
+    if mask is None:
+        return norms.tolist()
+    return [row[keep].tolist() for row, keep in zip(norms, np.asarray(mask, dtype=bool))]
+
+
+def sentence_embedding(spec: Spec, inputs: RunInputs, out: ForwardOutput, pooling: Pooling | None,
+                       normalize: bool) -> SentenceEmbedding | None:
+    """The pooled vectors of the run: of the encoder's output for encoder-decoders, of the
+    last stack's otherwise; None when `pooling` is None."""
+    if pooling is None:
+        return None
+    hidden = out.encoder_hidden if out.encoder_hidden is not None else out.hidden
+    vectors = pool(hidden, inputs.mask, pooling)  # (B, d)
+    if normalize:
+        vectors = l2_normalize(vectors)
+    similarity = cosine_matrix(vectors).tolist() if len(vectors) > 1 else None
+    norms = np.linalg.norm(vectors, axis=-1).tolist()
+    return SentenceEmbedding(pooling, normalize, vectors.tolist(), norms, similarity)
+
+
+def default_pooling(spec: Spec, pool_option: str | None) -> Pooling | None:
+    """--pool as given ("none": no embedding); unset, the mean for encoders (as
+    sentence-transformers), none for other families."""
+    if pool_option is None:
+        return "mean" if spec.family == "encoder" else None
+    return None if pool_option == "none" else pool_option  # type: ignore[return-value]
 
 
 def _flops(spec: Spec, inputs: RunInputs) -> int:
@@ -261,14 +350,15 @@ def _flops(spec: Spec, inputs: RunInputs) -> int:
     return build_trace(spec, batch=batch, seq_len=length).total_flops
 
 
-def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0) -> tuple[RunResult, ForwardOutput]:
-    """Time one forward pass and summarise it."""
+def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0, pooling: Pooling | None = None,
+                normalize: bool = False) -> tuple[RunResult, ForwardOutput]:
+    """Time one forward pass and summarise it (with a sentence embedding when `pooling`)."""
     spec = model.spec
     _check_length(spec, inputs)
     start = time.perf_counter()
     with quiet_numerics():  # NaN / inf are reported by check_outputs, not as NumPy warnings
         out = forward(spec, model.weights,
-                      ModelInput(inputs.tokens, decoder_tokens=inputs.decoder_tokens))
+                      ModelInput(inputs.tokens, inputs.mask, decoder_tokens=inputs.decoder_tokens))
         seconds = time.perf_counter() - start
         loss, loss_kind = _loss(spec, model, inputs, out, seed)
     check_outputs(model, out, inputs.tokens, inputs.decoder_tokens, loss)
@@ -277,15 +367,17 @@ def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0) -> tuple[RunR
         spec_name=spec.name, family=spec.family, origin=model.origin, dtype=model.dtype,
         input_kind=inputs.kind, tokens=inputs.tokens.tolist(),
         decoder_tokens=None if inputs.decoder_tokens is None else inputs.decoder_tokens.tolist(),
-        hidden_norms=_norms(out.hidden),
-        encoder_norms=None if out.encoder_hidden is None else _norms(out.encoder_hidden),
+        hidden_norms=_norms(out.hidden, None if spec.family == "encoder-decoder" else inputs.mask),
+        encoder_norms=None if out.encoder_hidden is None else _norms(out.encoder_hidden, inputs.mask),
         logits_shape=None if logits is None else list(logits.shape),
         logits_stats=None if logits is None else {
             "mean": float(logits.mean()), "std": float(logits.std()),
             "min": float(logits.min()), "max": float(logits.max())},
-        top_next=None if logits is None or spec.family == "encoder" else _top_next(logits, inputs.tokenizer),
+        top_next=None if logits is None or spec.family == "encoder" else _top_next(
+            logits, inputs.tokenizer, None if spec.family == "encoder-decoder" else inputs.mask),
         loss=loss, loss_kind=loss_kind, seconds=seconds, flops=_flops(spec, inputs),
         notes=list(inputs.notes) + _body_only_notes(spec),
+        embedding=sentence_embedding(spec, inputs, out, pooling, normalize),
     )
     return result, out
 
@@ -304,11 +396,16 @@ def check_npz_path(path: str) -> Path:
     return check_output_file(path, "--save-npz")
 
 
-def save_npz(path: str, inputs: RunInputs, out: ForwardOutput) -> None:
+def save_npz(path: str, inputs: RunInputs, out: ForwardOutput,
+             embedding: SentenceEmbedding | None = None) -> None:
     """Write the outputs atomically (a temp file in the same folder, then a rename); a failed
     write (disk full) leaves nothing behind and is reported as bad input."""
     arrays = {"tokens": inputs.tokens, "hidden": out.hidden}
     optional = {"decoder_tokens": inputs.decoder_tokens, "logits": out.logits,
                 "encoder_hidden": out.encoder_hidden, "pooled": out.pooled}
     arrays |= {k: v for k, v in optional.items() if v is not None}
+    if inputs.mask is not None:
+        arrays["attention_mask"] = inputs.mask
+    if embedding is not None:
+        arrays["embedding"] = np.array(embedding.vectors)  # (B, d) float64
     write_atomically(path, "--save-npz", lambda handle: np.savez(handle, **arrays))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Group, RenderableType
 
-from tfcli.analysis.run import RunResult
+from tfcli.analysis.run import RunResult, SentenceEmbedding
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_flops
@@ -81,6 +81,37 @@ def _summary(result: RunResult) -> FitTable:
     return table
 
 
+SHOWN_VALUES = 6  # leading values of each embedding in the table (JSON / --save-npz have all)
+
+
+def _embedding_table(embedding: SentenceEmbedding) -> FitTable:
+    dim = len(embedding.vectors[0])
+    table = FitTable(title=f"sentence embedding ({embedding.method}; {dim:,} dims)")
+    table.add_column("seq", justify="right", number=True)
+    table.add_column("norm", justify="right", number=True)
+    table.add_column(f"first {min(dim, SHOWN_VALUES)} values")
+    shown, more = _shown_sequences(len(embedding.vectors))
+    for b in shown:
+        values = ", ".join(f"{v:.4f}" for v in embedding.vectors[b][:SHOWN_VALUES])
+        table.add_row(str(b), f"{embedding.norms[b]:.4f}", f"[{values}{', …' if dim > SHOWN_VALUES else ''}]")
+    if more:
+        table.add_row("", "", more)
+    return table
+
+
+def _similarity_table(similarity: list[list[float]]) -> FitTable:
+    table = FitTable(title="cosine similarity between the sequences")
+    shown, more = _shown_sequences(len(similarity))
+    table.add_column("seq", justify="right", number=True)
+    for b in shown:
+        table.add_column(str(b), justify="right", number=True)
+    for a in shown:
+        table.add_row(str(a), *[f"{similarity[a][b]:.4f}" for b in shown])
+    if more:
+        table.add_row("", more)
+    return table
+
+
 def render_run(result: RunResult) -> RenderableType:
     parts: list[RenderableType] = [_summary(result)]
     if result.encoder_norms is not None:
@@ -90,5 +121,9 @@ def render_run(result: RunResult) -> RenderableType:
                               result.hidden_norms))
     if result.top_next:
         parts.append(_top_table(result))
+    if result.embedding is not None:
+        parts.append(_embedding_table(result.embedding))
+        if result.embedding.similarity is not None:
+            parts.append(_similarity_table(result.embedding.similarity))
     parts += [plain(f"note: {n}", style="dim") for n in result.notes]
     return Group(*parts)
