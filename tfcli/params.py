@@ -216,8 +216,26 @@ def _embeddings(spec: Spec) -> list[Component]:
     return out
 
 
+def _mlm_transform(spec: Spec) -> list[Component]:
+    """masked_lm's transform before the vocabulary logits: dense (d, d) [+ bias], then a norm."""
+    d = spec.d_model
+    out = [Component("head.transform.weight", HEAD, (d, d), path="head_dense")]
+    if spec.bias:
+        out.append(Component("head.transform.bias", HEAD, (d,), path="head_dense_bias"))
+    return out + _norm(spec, "head.norm", "head_norm", HEAD)
+
+
+def _classifier(spec: Spec) -> list[Component]:
+    """A classification head's (d, num_labels) classifier [+ bias]."""
+    labels = spec.num_labels or 0
+    out = [Component("head.classifier.weight", HEAD, (spec.d_model, labels), path="classifier")]
+    if spec.classifier_bias:
+        out.append(Component("head.classifier.bias", HEAD, (labels,), path="classifier_bias"))
+    return out
+
+
 def _heads(spec: Spec) -> list[Component]:
-    out: list[Component] = []
+    out: list[Component] = _mlm_transform(spec) if spec.head == "masked_lm" else []
     if spec.lm_head:
         shape = (spec.d_model, spec.vocab_size)
         tied = spec.tie_embeddings
@@ -228,6 +246,8 @@ def _heads(spec: Spec) -> list[Component]:
     if spec.pooler:
         out.append(Component("pooler.weight", POOLER, (spec.d_model, spec.d_model), path="pooler_w"))
         out.append(Component("pooler.bias", POOLER, (spec.d_model,), path="pooler_b"))
+    if spec.head in ("sequence_classification", "token_classification"):
+        out += _classifier(spec)
     return out
 
 

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
+from tfcli.spec_head import HeadKind, resolve_head
 from tfcli.spec_latent import check_latent, latent_head_dim, latent_scale
 from tfcli.spec_moe import check_moe, check_moe_layout
 from tfcli.spec_rope import RopeScaling, check_rope_width
@@ -146,6 +147,28 @@ class Spec(BaseModel):
         description="Set when the source model has a task head tfcli does not build "
         "(e.g. a classifier): names it; every count and run is of the body only.",
     )
+    head: HeadKind | None = Field(
+        None, description="The output head: lm = vocabulary logits (lm_head); masked_lm = "
+        "BERT's transform (dense with a bias when `bias`, head_activation, the spec's norm) "
+        "then vocabulary logits with a bias of their own, tied or not; sequence_classification "
+        "= num_labels scores per sequence, read from the pooler when `pooler`, else from the "
+        "last real token (decoder: the last that is not pad_token_id, as transformers) or the "
+        "first token (encoder); token_classification = num_labels scores per token (question "
+        "answering: 2, start and end); none = hidden states only. Default: lm when lm_head, "
+        "else none; lm_head is then derived from it.")
+    num_labels: int | None = Field(
+        None, gt=0, description="Classes of a classification head: a (d_model, num_labels) "
+        "classifier; default 2 (transformers' default). Classification heads only.")
+    classifier_bias: bool | None = Field(
+        None, description="A bias on the classifier; default true, but false on a decoder's "
+        "sequence_classification (transformers' `score`). Classification heads only.")
+    head_activation: Activation | None = Field(
+        None, description="masked_lm: the transform's activation (BERT hidden_act); default "
+        "`activation`, which must then be a plain (not gated) one.")
+    pad_token_id: int | None = Field(
+        None, ge=0, description="sequence_classification on a decoder: each row is read at "
+        "its last token that is not this id, left or right padded (transformers); default: "
+        "the last token the attention mask keeps.")
 
     # mixture of experts
     n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")
@@ -220,6 +243,7 @@ class Spec(BaseModel):
 
     @model_validator(mode="after")
     def _resolve(self) -> Spec:
+        resolve_head(self)  # first: lm_head is derived from head
         check_latent(self)
         if self.kv_lora_rank is not None:  # MLA derives the head and rotary widths
             _fill(self, "d_head", latent_head_dim(self))
@@ -439,9 +463,10 @@ def _check_wiring(spec: Spec) -> None:
             raise SpecConsistencyError("norm_placement", f"{spec.norm_placement!r} does not "
                                        "apply to family 'encoder-decoder' (cross-attention "
                                        "has no post norm)")
-    if spec.lm_head_bias and (not spec.lm_head or spec.tie_embeddings):
+    if spec.lm_head_bias and (not spec.lm_head or (spec.tie_embeddings
+                                                   and spec.head != "masked_lm")):
         raise SpecConsistencyError("lm_head_bias", "needs an untied output head (lm_head: true, "
-                                   "tie_embeddings: false)")
+                                   "tie_embeddings: false) or head: masked_lm")
 
 
 def _check_rotary(spec: Spec) -> None:

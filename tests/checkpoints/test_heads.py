@@ -1,9 +1,6 @@
-"""Head classes: a config.json's `architectures` decides what is counted, checked against
-transformers on the meta device (shapes only, no memory).
-
-Every class tfcli accepts is counted exactly as transformers builds it, or - for a task head
-tfcli does not build - as transformers' model minus that head's parameters, labelled "body only"
-in every output format. Every other class is refused by name.
+"""Head classes: a config.json's `architectures` decides the head (spec.head), and every class
+tfcli accepts is counted exactly as transformers builds it, checked on the meta device (shapes
+only, no memory); every other class is refused by name.
 """
 
 from __future__ import annotations
@@ -17,7 +14,7 @@ import torch
 import transformers
 
 from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_config, write_model
-from tfcli.params import total_parameters
+from tfcli.params import components, total_parameters
 from tfcli.checkpoints import load_weights, spec_from_config, spec_from_config_dir
 from tfcli.checkpoints.heads import ARCHITECTURES, REFUSED
 from tfcli.engine.weights import count_parameters
@@ -93,15 +90,16 @@ TINY = {
                                 num_decoder_layers=3, vocab_size=50),
 }
 CLASSES = [(kind, name) for kind, classes in ARCHITECTURES.items() for name in classes]
+HEAD_PREFIXES = ("score.", "classifier.", "qa_outputs.", "cls.", "lm_head.")
 
 
-def _hf_counts(kind: str, name: str) -> tuple[int, int]:
-    """(all parameters, parameters outside the class's task head) of transformers' model."""
+def _hf_count(kind: str, name: str) -> tuple[int, int]:
+    """(all parameters, those of the head modules) of transformers' model of `name`."""
     with torch.device("meta"):
         model = getattr(transformers, name)(TINY[kind])
-    head = tuple(f"{m}." for m in ARCHITECTURES[kind][name].head.split(" + ") if m)
     params = list(model.named_parameters())  # tied parameters appear once
-    return sum(p.numel() for _, p in params), sum(p.numel() for n, p in params if not n.startswith(head) or not head)
+    return (sum(p.numel() for _, p in params),
+            sum(p.numel() for n, p in params if n.startswith(HEAD_PREFIXES)))
 
 
 def _config(kind: str, name: str) -> dict:
@@ -109,36 +107,43 @@ def _config(kind: str, name: str) -> dict:
 
 
 @pytest.mark.parametrize(("kind", "name"), CLASSES)
-def test_each_class_counts_what_transformers_builds_or_its_labelled_body(kind: str, name: str) -> None:
-    whole, body = _hf_counts(kind, name)
+def test_each_class_counts_what_transformers_builds(kind: str, name: str) -> None:
+    whole, head = _hf_count(kind, name)
     spec = spec_from_config(_config(kind, name), "x")
-    assert total_parameters(spec) == body
-    if ARCHITECTURES[kind][name].head:
-        assert body < whole  # the head has parameters: without the label this would be wrong
-        assert spec.body_only and name in spec.body_only and not spec.lm_head
-    else:
-        assert body == whole and spec.body_only is None
+    assert total_parameters(spec) == whole
+    assert spec.body_only is None
+    ours = sum(c.count for c in components(spec) if c.group in ("head", "pooler")
+               and not c.name.startswith("pooler"))
+    assert ours == head  # the head is its own components, none hidden in the body
+
+
+@pytest.mark.parametrize(("name", "head", "labels"), [
+    ("LlamaForSequenceClassification", "sequence_classification", 3),
+    ("LlamaForTokenClassification", "token_classification", 3),
+    ("LlamaForQuestionAnswering", "token_classification", 2),
+    ("LlamaForCausalLM", "lm", None), ("LlamaModel", "none", None)])
+def test_the_class_decides_the_head(name: str, head: str, labels: int | None) -> None:
+    spec = spec_from_config(_config("llama", name), "x")
+    assert (spec.head, spec.num_labels, spec.lm_head) == (head, labels, head == "lm")
 
 
 @pytest.mark.parametrize("name", ["LlamaModel", "MistralModel", "MixtralModel", "GPT2Model", "T5Model"])
 def test_bare_models_count_no_output_head(name: str) -> None:
     kind = {"Llama": "llama", "Mistr": "mistral", "Mixtr": "mixtral", "GPT2M": "gpt2", "T5Mod": "t5"}[name[:5]]
     spec = spec_from_config(_config(kind, name), "x")
-    assert not spec.lm_head and spec.body_only is None
+    assert not spec.lm_head and spec.head == "none"
 
 
-def test_llama3_reward_model_at_full_size() -> None:
-    """The issue's figures: a Llama-3-8B reward model (1 label) is 7,504,928,768 parameters in
-    transformers; tfcli counts its body, 4,096 (the score row) fewer, and says so."""
-    config = transformers.LlamaConfig(vocab_size=128256, intermediate_size=14336, num_key_value_heads=8,
-                                      max_position_embeddings=8192, rms_norm_eps=1e-5,
-                                      rope_theta=500000.0, num_labels=1)
-    with torch.device("meta"):
-        hf = transformers.LlamaForSequenceClassification(config)
-    assert sum(p.numel() for p in hf.parameters()) == 7_504_928_768
-    spec = spec_from_config(config.to_dict() | {"architectures": ["LlamaForSequenceClassification"]}, "rm")
-    assert total_parameters(spec) == 7_504_928_768 - 4096 == 7_504_924_672
-    assert spec.body_only == "LlamaForSequenceClassification (score head not built)"
+def test_num_labels_is_read_from_id2label_as_save_pretrained_writes_it() -> None:
+    config = _config("bert", "BertForSequenceClassification")
+    config.pop("num_labels", None)
+    config["id2label"] = {"0": "neg", "1": "neutral", "2": "pos", "3": "mixed"}
+    assert spec_from_config(config, "x").num_labels == 4
+
+
+def test_a_decoder_classifier_keeps_the_pad_token_it_reads_past() -> None:
+    spec = spec_from_config(_config("phi3", "Phi3ForSequenceClassification"), "x")
+    assert spec.pad_token_id == 0 and spec.classifier_bias is False
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED) + ["LlamaForFoo", "BertForMaskedLMX"])
@@ -152,21 +157,35 @@ def test_classes_tfcli_does_not_build_are_refused_by_name(name: str) -> None:
     assert all(supported in message for supported in ARCHITECTURES[kind])
 
 
-def test_t5_encoder_model_is_refused_not_counted_with_a_decoder() -> None:
-    with pytest.raises(BadInputError, match="encoder-only T5"):
-        spec_from_config({"model_type": "t5", "architectures": ["T5EncoderModel"]}, "x")
-    # without model_type the class name alone is refused the same way (no family to guess)
-    with pytest.raises(BadInputError, match="not supported"):
-        spec_from_config({"architectures": ["T5EncoderModel"]}, "x")
+def test_an_untied_masked_lm_is_refused_not_miscounted() -> None:
+    """transformers 5 keeps two decoder biases when untied: refused by name, never counted."""
+    config = _config("bert", "BertForMaskedLM") | {"tie_word_embeddings": False}
+    with pytest.raises(BadInputError, match="untied masked-LM head"):
+        spec_from_config(config, "x")
 
 
-def test_body_only_spec_is_validated_as_user_input() -> None:
-    with pytest.raises(SpecError, match="body_only"):
-        parse_spec_text("name: x\nfamily: decoder\nvocab_size: 8\nmax_seq_len: 8\nd_model: 8\n"
-                        f"n_heads: 2\nd_ff: 8\nn_layers: 1\nbody_only: {'a' * 201}\n")
+def test_t5_encoder_model_is_the_encoder_alone() -> None:
+    spec = spec_from_config(_config("t5", "T5EncoderModel"), "x")
+    assert spec.family == "encoder" and spec.head == "none" and spec.positions == "relative"
+    assert not any(c.name.startswith("decoder") for c in components(spec))
 
 
-# --- every output format says "body only" ----------------------------------------------------
+def test_spec_head_fields_are_validated_as_user_input() -> None:
+    base = "name: x\nfamily: decoder\nvocab_size: 8\nmax_seq_len: 8\nd_model: 8\nn_heads: 2\n" \
+           "d_ff: 8\nn_layers: 1\n"
+    for extra, field in [("head: lm\nnum_labels: 3\n", "num_labels"),
+                         ("head: sequence_classification\nlm_head: true\n", "lm_head"),
+                         ("head: sequence_classification\npad_token_id: 8\n", "pad_token_id"),
+                         ("head: masked_lm\nactivation: swiglu\n", "head_activation"),
+                         ("head: classifier\n", "head")]:
+        with pytest.raises(SpecError, match=field):
+            parse_spec_text(base + extra)
+    spec = parse_spec_text(base + "head: sequence_classification\nnum_labels: 1\n")
+    assert (spec.lm_head, spec.classifier_bias, total_parameters(spec)) == \
+        (False, False, total_parameters(parse_spec_text(base + "lm_head: false\n")) + 8)
+
+
+# --- the head through the CLI -----------------------------------------------------------------
 
 
 @pytest.fixture
@@ -174,46 +193,46 @@ def reward_dir(tmp_path: Path) -> Path:
     return write_config(tmp_path / "rm", _config("llama", "LlamaForSequenceClassification"))
 
 
-def test_params_table_json_csv_label_the_body(invoke, reward_dir: Path) -> None:
-    body = total_parameters(spec_from_config_dir(reward_dir))
+def test_params_shows_the_classifier_as_its_own_component(invoke, reward_dir: Path) -> None:
     table = invoke("params", str(reward_dir))
     assert table.exit_code == 0, table.output
-    assert "(body only)" in table.stdout and "LlamaForSequenceClassification" in table.stdout
+    assert "head.classifier" in table.stdout and "body only" not in table.stdout
     data = json.loads(invoke("params", str(reward_dir), "-f", "json").stdout)
-    assert data["body_only"] == "LlamaForSequenceClassification (score head not built)"
-    assert data["total"] == body
-    last = invoke("params", str(reward_dir), "-f", "csv").stdout.strip().splitlines()[-1]
-    assert last.startswith("total (body only),") and f",{body}," in last and "score head" in last
+    assert data["total"] == _hf_count("llama", "LlamaForSequenceClassification")[0]
+    assert data["body_only"] is None
+    assert "head.classifier" in invoke("params", str(reward_dir), "-f", "csv").stdout
 
 
-def test_params_of_a_whole_model_has_no_label(invoke, tmp_path: Path) -> None:
-    path = write_config(tmp_path / "lm", _config("llama", "LlamaForCausalLM"))
-    assert "body only" not in invoke("params", str(path)).stdout
-    assert json.loads(invoke("params", str(path), "-f", "json").stdout)["body_only"] is None
-
-
-def test_import_config_carries_the_label_into_the_spec(invoke, reward_dir: Path) -> None:
+def test_import_config_carries_the_head_into_the_spec(invoke, reward_dir: Path) -> None:
     result = invoke("import-config", str(reward_dir))
     assert result.exit_code == 0, result.output
-    assert "body_only: LlamaForSequenceClassification (score head not built)" in result.stdout
+    assert "head: sequence_classification" in result.stdout and "num_labels: 3" in result.stdout
     assert parse_spec_text(result.stdout) == spec_from_config_dir(reward_dir)
 
 
 @pytest.mark.parametrize("command", ["params", "import-config"])
 def test_refused_class_through_the_cli_is_one_line(invoke, tmp_path: Path, command: str) -> None:
-    path = write_config(tmp_path / "enc", {"model_type": "t5", "architectures": ["T5EncoderModel"]})
+    path = write_config(tmp_path / "enc", {"model_type": "bert", "architectures": ["BertForPreTraining"]})
     result = invoke(command, str(path))
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.stderr.count("\n") == 1 and "T5EncoderModel" in result.stderr
+    assert result.stderr.count("\n") == 1 and "BertForPreTraining" in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_body_only_checkpoint_loads_without_its_head(tmp_path: Path) -> None:
-    """GPT2ForSequenceClassification's score.weight is the head tfcli leaves out: skipped."""
+def test_a_classifier_checkpoint_loads_its_head(tmp_path: Path) -> None:
+    """GPT2ForSequenceClassification's score.weight (labels, d) is the classifier (d, labels)."""
     tensors = gpt2_tensors(np.random.default_rng(0))
-    tensors["score.weight"] = np.ones((2, 8), np.float32)
+    tensors["score.weight"] = np.arange(16, dtype=np.float32).reshape(2, 8)
     config = GPT2_CONFIG | {"architectures": ["GPT2ForSequenceClassification"]}
     path = write_model(tmp_path / "cls", config, tensors)
     spec = spec_from_config_dir(path)
     weights = load_weights(path, spec)
     assert weights.lm_head is None and count_parameters(weights) == total_parameters(spec)
+    np.testing.assert_array_equal(weights.classifier, tensors["score.weight"].T)
+
+
+def test_a_classifier_missing_from_the_checkpoint_is_named(tmp_path: Path) -> None:
+    config = GPT2_CONFIG | {"architectures": ["GPT2ForSequenceClassification"]}
+    path = write_model(tmp_path / "cls", config, gpt2_tensors(np.random.default_rng(0)))
+    with pytest.raises(BadInputError, match="classifier"):
+        load_weights(path, spec_from_config_dir(path))

@@ -24,12 +24,12 @@ from tfcli.checkpoints.heads import (
     ARCHITECTURES,
     REFUSED,
     Architecture,
-    body_only_label,
     classes_for,
 )
 from tfcli.errors import BadInputError, SpecConsistencyError, clip
 from tfcli.files import open_regular
 from tfcli.spec import Spec
+from tfcli.spec_head import CLASSIFIERS, DEFAULT_LABELS
 
 CONFIG_FILE = "config.json"
 MAX_CONFIG_BYTES = 16 * 2**20  # the largest real config.json files are tens of KiB
@@ -63,6 +63,30 @@ def architecture(c: ConfigFields, kind: str) -> Architecture:
                         f"(supported for model_type '{kind}': {', '.join(ARCHITECTURES[kind])})")
 
 
+def num_labels(c: ConfigFields) -> int:
+    """A config's label count as transformers reads it: num_labels, else the size of id2label
+    (what save_pretrained writes), else 2 (PretrainedConfig's default)."""
+    if c.has("num_labels"):
+        return c.integer("num_labels")
+    labels = c.section("id2label").values
+    return len(labels) if labels else DEFAULT_LABELS
+
+
+def head_fields(c: ConfigFields, arch: Architecture, fields: Config) -> Config:
+    """The spec fields of the class's task head (spec.head); lm_head is then derived from it.
+    A decoder's sequence classifier reads the last token that is not pad_token_id."""
+    if not arch.head:
+        return {}
+    fields.pop("lm_head", None)
+    head: Config = {"head": arch.head}
+    if arch.head in CLASSIFIERS:
+        head["num_labels"] = arch.labels or num_labels(c)
+    if arch.head == "sequence_classification" and fields.get("family") == "decoder":
+        pad = c.optional_integer("pad_token_id", minimum=0)
+        head |= {} if pad is None else {"pad_token_id": pad}
+    return head
+
+
 def _spec_name(name_or_path: str | None, source: str, kind: str) -> str:
     """The spec's name: the last part of `_name_or_path` when it is a plain short name (it is
     shown in every table), else of `source`, else the family."""
@@ -84,10 +108,7 @@ def spec_from_config(config: Config, source: str, *, file: str = CONFIG_FILE) ->
     fields, notes = FAMILIES[kind].read(c, arch)
     name = _spec_name(c.optional_text("_name_or_path"), source, kind)
     arch_name = architecture_name(c) or kind
-    body_only = body_only_label(arch_name, arch)
-    if body_only:
-        fields["body_only"] = body_only
-        notes.append(f"body only: the {arch.head} head is not built or counted")
+    fields |= head_fields(c, arch, fields)
     description = f"{arch_name} imported from config.json" + "".join(f"; {n}" for n in notes)
     try:
         return Spec.model_validate({"name": name, "description": description, "source": source} | fields)

@@ -1,12 +1,14 @@
 """Which Hugging Face model classes (config.json `architectures`) tfcli builds, and how.
 
-A class is one of three things: what tfcli builds (GPT2LMHeadModel, LlamaForCausalLM, the bare
-BertModel / LlamaModel without an output head); a task head on a body tfcli builds (BertForMaskedLM,
-LlamaForSequenceClassification): the spec is that body, marked `body_only` so every count says so;
-or refused by name (T5EncoderModel: counting it as T5 would add a whole decoder). A class that is
-not listed is refused too: counting an unknown class as its family's LM is a count of another
-model. Parameter names of each head are those of transformers 5 (checked on the meta device in
-tests/checkpoints/test_heads.py).
+A class is its family's body with one head (spec.head, tfcli/spec_head.py): the causal / seq2seq
+LM head (GPT2LMHeadModel, LlamaForCausalLM), none (BertModel, LlamaModel), masked_lm
+(BertForMaskedLM), sequence_classification (LlamaForSequenceClassification's `score` on the last
+real token, BertForSequenceClassification's pooler + classifier), token_classification (a
+classifier on every token; *ForQuestionAnswering is one of 2 labels, start and end). Each class
+is counted and run whole, exactly as transformers builds it (tests/checkpoints/test_heads.py
+checks every class listed here on the meta device). A class not listed is refused by name:
+counting it as its family's LM would count another model; REFUSED says why for some.
+A new family's heads are data here: which kind, pooler or not, a fixed label count.
 """
 
 from __future__ import annotations
@@ -17,23 +19,29 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Architecture:
     lm_head: bool  # has an output projection to vocabulary logits (tied or not)
-    head: str = ""  # the task head tfcli does not build ("": the class is built whole)
+    head: str = ""  # spec.head of a task head ("": lm or none, as lm_head says)
     pooler: bool = True  # BERT's add_pooling_layer
+    labels: int | None = None  # a class's fixed label count (QA: 2), else config num_labels
+    encoder_only: bool = False  # an encoder-decoder family's encoder alone (T5EncoderModel)
 
 
 LM = Architecture(lm_head=True)
 BARE = Architecture(lm_head=False)
+MASKED_LM = Architecture(False, "masked_lm", pooler=False)
+SEQUENCE = Architecture(False, "sequence_classification")
+TOKENS = Architecture(False, "token_classification", pooler=False)
+QA = Architecture(False, "token_classification", pooler=False, labels=2)  # start, end logits
 
 
 def _decoder_family(prefix: str, qa_head: str | None = "qa_outputs") -> dict[str, Architecture]:
     """The classes of a LLaMA-like family; qa_head None: it has no *ForQuestionAnswering."""
     classes = {
         f"{prefix}ForCausalLM": LM, f"{prefix}Model": BARE,
-        f"{prefix}ForSequenceClassification": Architecture(False, "score"),
-        f"{prefix}ForTokenClassification": Architecture(False, "score"),
+        f"{prefix}ForSequenceClassification": SEQUENCE,
+        f"{prefix}ForTokenClassification": TOKENS,
     }
     if qa_head is not None:
-        classes[f"{prefix}ForQuestionAnswering"] = Architecture(False, qa_head)
+        classes[f"{prefix}ForQuestionAnswering"] = QA
     return classes
 
 
@@ -41,20 +49,20 @@ def _decoder_family(prefix: str, qa_head: str | None = "qa_outputs") -> dict[str
 ARCHITECTURES: dict[str, dict[str, Architecture]] = {
     "gpt2": {
         "GPT2LMHeadModel": LM, "GPT2Model": BARE,
-        "GPT2ForSequenceClassification": Architecture(False, "score"),
-        "GPT2ForTokenClassification": Architecture(False, "classifier"),
-        "GPT2ForQuestionAnswering": Architecture(False, "qa_outputs"),
+        "GPT2ForSequenceClassification": SEQUENCE,
+        "GPT2ForTokenClassification": TOKENS,
+        "GPT2ForQuestionAnswering": QA,
     },
     "bert": {
         "BertModel": BARE,
-        "BertForMaskedLM": Architecture(False, "cls.predictions", pooler=False),
-        "BertLMHeadModel": Architecture(False, "cls.predictions", pooler=False),
-        "BertForPreTraining": Architecture(False, "cls.predictions + cls.seq_relationship"),
-        "BertForNextSentencePrediction": Architecture(False, "cls.seq_relationship"),
-        "BertForSequenceClassification": Architecture(False, "classifier"),
-        "BertForMultipleChoice": Architecture(False, "classifier"),
-        "BertForTokenClassification": Architecture(False, "classifier", pooler=False),
-        "BertForQuestionAnswering": Architecture(False, "qa_outputs", pooler=False),
+        "BertForMaskedLM": MASKED_LM,
+        "BertLMHeadModel": MASKED_LM,  # is_decoder false (the reader refuses true): bidirectional
+        # cls.seq_relationship: 2 labels (is next, is not) on the pooler, whatever num_labels
+        "BertForNextSentencePrediction": Architecture(False, "sequence_classification", labels=2),
+        "BertForSequenceClassification": SEQUENCE,
+        "BertForMultipleChoice": Architecture(False, "sequence_classification", labels=1),
+        "BertForTokenClassification": TOKENS,
+        "BertForQuestionAnswering": QA,
     },
     "llama": _decoder_family("Llama"),
     "mistral": _decoder_family("Mistral"),
@@ -70,39 +78,40 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
     "gemma": _decoder_family("Gemma", qa_head=None),
     "gemma2": _decoder_family("Gemma2", qa_head=None),
     "gemma3_text": {"Gemma3ForCausalLM": LM, "Gemma3TextModel": BARE,
-                    "Gemma3TextForSequenceClassification": Architecture(False, "score")},
+                    "Gemma3TextForSequenceClassification": SEQUENCE},
     "olmo2": {"Olmo2ForCausalLM": LM, "Olmo2Model": BARE,
-              "Olmo2ForSequenceClassification": Architecture(False, "score")},
+              "Olmo2ForSequenceClassification": SEQUENCE},
     "falcon": {"FalconForCausalLM": LM, "FalconModel": BARE,
-               "FalconForSequenceClassification": Architecture(False, "score"),
-               "FalconForTokenClassification": Architecture(False, "classifier"),
-               "FalconForQuestionAnswering": Architecture(False, "qa_outputs")},
+               "FalconForSequenceClassification": SEQUENCE,
+               "FalconForTokenClassification": TOKENS,
+               "FalconForQuestionAnswering": QA},
     "gpt_neox": {
         "GPTNeoXForCausalLM": LM, "GPTNeoXModel": BARE,
-        "GPTNeoXForSequenceClassification": Architecture(False, "score"),
-        "GPTNeoXForTokenClassification": Architecture(False, "classifier"),
-        "GPTNeoXForQuestionAnswering": Architecture(False, "qa_outputs"),
+        "GPTNeoXForSequenceClassification": SEQUENCE,
+        "GPTNeoXForTokenClassification": TOKENS,
+        "GPTNeoXForQuestionAnswering": QA,
     },
     "gptj": {"GPTJForCausalLM": LM, "GPTJModel": BARE,
-             "GPTJForSequenceClassification": Architecture(False, "score"),
-             "GPTJForQuestionAnswering": Architecture(False, "qa_outputs")},
+             "GPTJForSequenceClassification": SEQUENCE,
+             "GPTJForQuestionAnswering": QA},
     "phi": {"PhiForCausalLM": LM, "PhiModel": BARE,
-            "PhiForSequenceClassification": Architecture(False, "score"),
-            "PhiForTokenClassification": Architecture(False, "score")},
+            "PhiForSequenceClassification": SEQUENCE,
+            "PhiForTokenClassification": TOKENS},
     "stablelm": {"StableLmForCausalLM": LM, "StableLmModel": BARE,
-                 "StableLmForSequenceClassification": Architecture(False, "score"),
-                 "StableLmForTokenClassification": Architecture(False, "score")},
+                 "StableLmForSequenceClassification": SEQUENCE,
+                 "StableLmForTokenClassification": TOKENS},
     "t5": {
         "T5ForConditionalGeneration": LM, "T5Model": BARE,
-        "T5ForQuestionAnswering": Architecture(False, "qa_outputs"),
+        "T5EncoderModel": Architecture(False, encoder_only=True),
+        "T5ForTokenClassification": Architecture(False, "token_classification",
+                                                 encoder_only=True),
+        "T5ForQuestionAnswering": QA,  # on the decoder's output
     },
 }
 
 # Classes refused with a reason, beyond "not listed".
 REFUSED: dict[str, str] = {
-    "T5EncoderModel": "an encoder-only T5 (counting it as T5 would add the whole decoder)",
-    "T5ForTokenClassification": "an encoder-only T5 with a classifier (counting it as T5 would "
-                                "add the whole decoder)",
+    "BertForPreTraining": "two heads at once (masked-LM and next-sentence prediction)",
     "T5ForSequenceClassification": "a T5 nested under 'transformer.' with a classification head",
     "GPT2DoubleHeadsModel": "a GPT-2 with a multiple-choice head beside the LM head",
 }
@@ -111,11 +120,6 @@ REFUSED: dict[str, str] = {
 ARCHITECTURE_TYPES: dict[str, str] = {
     name: kind for kind, classes in ARCHITECTURES.items() for name in classes
 }
-
-
-def body_only_label(name: str, arch: Architecture) -> str | None:
-    """The spec's `body_only` text for a task-head class, None for a class built whole."""
-    return f"{name} ({arch.head} head not built)" if arch.head else None
 
 # Families whose configs name each other's classes (a Mistral fine-tune saved as LlamaForCausalLM).
 _LLAMA_LIKE = ("llama", "mistral", "mixtral")

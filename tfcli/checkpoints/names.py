@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
@@ -80,6 +80,23 @@ def linear(hf: str, weight: str, bias: str, when: Callable[[Spec], bool] = alway
 def norm(hf: str, ours: str, weight: str = "weight") -> list[Rule]:
     """A LayerNorm (scale and bias) or an RMSNorm (scale only: its bias rule is skipped)."""
     return [rule(f"{hf}.{weight}", f"{ours}.scale"), rule(f"{hf}.bias", f"{ours}.bias")]
+
+
+# The classifier of a classification head (tfcli.engine.heads), one rule for every family:
+# transformers names it `score` (decoder sequence classification, LLaMA-like token
+# classification), `classifier` or `qa_outputs` (question answering), always top-level; the
+# renames make the three one canonical name (a checkpoint holds one head). A spec without a
+# classification head ignores it, as before heads were built.
+CLASSIFIER_RULES = tuple(linear("classifier", "classifier", "classifier_bias"))
+CLASSIFIER_RENAMES = tuple((f"{old}.{kind}", f"classifier.{kind}")
+                           for old in ("score", "qa_outputs") for kind in ("weight", "bias"))
+
+
+def with_classifier(table: Table) -> Table:
+    """`table` with the classifier rules and names added."""
+    return replace(table, rules=table.rules + CLASSIFIER_RULES,
+                   renames=table.renames + CLASSIFIER_RENAMES,
+                   ignored=table.ignored + (r"^classifier\.",))
 
 
 # --- naming: checkpoint tensor -> Weights path, for messages ------------------------------------

@@ -223,7 +223,19 @@ class Initializer:
             weights.pooler_w, weights.pooler_b = self.normal(s.d_model, s.d_model), self.zeros(s.d_model)
         if s.lm_head_bias:
             weights.lm_head_bias = self.zeros(s.vocab_size)
+        self.task_head(weights)
         return weights
+
+    def task_head(self, weights: Weights) -> None:
+        """masked_lm's transform and a classifier, drawn last (other heads keep their draws)."""
+        s = self.spec
+        if s.head == "masked_lm":
+            weights.head_dense = self.normal(s.d_model, s.d_model)
+            weights.head_dense_bias = self.zeros(s.d_model) if s.bias else None
+            weights.head_norm = self.norm()
+        if s.num_labels is not None:  # set for the classification heads only
+            weights.classifier = self.normal(s.d_model, s.num_labels)
+            weights.classifier_bias = self.zeros(s.num_labels) if s.classifier_bias else None
 
 
 def init_weights(spec: Spec, seed: int = 0, dtype: np.dtype | type = np.float32) -> Weights:

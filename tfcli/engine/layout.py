@@ -167,4 +167,6 @@ def arrange_weights(weights: Weights) -> Weights:
         weights.token_embedding = np.ascontiguousarray(weights.token_embedding)
         weights.lm_head = np.ascontiguousarray(weights.lm_head)
     weights.pooler_w = _c_order(weights.pooler_w)
+    weights.head_dense = _c_order(weights.head_dense)
+    weights.classifier = _c_order(weights.classifier)
     return weights

@@ -16,6 +16,7 @@ from tfcli.engine.attention import attention, cross_attention
 from tfcli.engine.blas import blas_threads
 from tfcli.engine.cache import KVCache, LayerCache
 from tfcli.engine.ffn import ffn
+from tfcli.engine.heads import classifier_input, classify, mlm_transform
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput, probe_for
 from tfcli.engine.latent_attention import latent_attention
 from tfcli.engine.ops import Observer, apply_norm, softcap_
@@ -33,6 +34,9 @@ class ForwardOutput:
     logits: Array | None  # (B, T, V) when spec.lm_head
     encoder_hidden: Array | None  # (B, S, d) encoder-decoder only
     pooled: Array | None  # (B, d) when spec.pooler
+    # classification logits (tfcli.engine.heads): (B, num_labels) for head
+    # sequence_classification, (B, T, num_labels) for token_classification
+    scores: Array | None = None
 
 
 @dataclass(frozen=True)
@@ -211,8 +215,11 @@ def embed(spec: Spec, weights: Weights, tokens: Array, positions: Array,
     return x
 
 
-def output_logits(spec: Spec, weights: Weights, hidden: Array) -> Array:
-    """Vocabulary logits: (B, T, d) -> (B, T, V), soft-capped with final_logit_softcap."""
+def output_logits(spec: Spec, weights: Weights, hidden: Array, probe: Probe = NO_PROBE) -> Array:
+    """Vocabulary logits: (B, T, d) -> (B, T, V), soft-capped with final_logit_softcap; under
+    head masked_lm, after its transform."""
+    if spec.head == "masked_lm":
+        hidden = mlm_transform(spec, weights, hidden, probe)  # (B, T, d)
     logits = _head_logits(spec, weights, hidden)  # a fresh array: capped in place
     if spec.final_logit_softcap is not None:
         softcap_(logits, spec.final_logit_softcap)
@@ -223,27 +230,32 @@ def _head_logits(spec: Spec, weights: Weights, hidden: Array) -> Array:
     """Vocabulary logits: (B, T, d) -> (B, T, V), tied (token_embedding^T, no copy) or not."""
     if weights.lm_head is not None:
         logits = linear(hidden, weights.lm_head)  # (B, T, d) @ (d, V)
-        if weights.lm_head_bias is not None:
-            logits += weights.lm_head_bias  # (V,)
-        return logits
-    if spec.tied_head_rescale:
-        hidden = hidden * spec.d_model**-0.5  # T5: rescale before the tied head
-    return linear(hidden, weights.token_embedding.T)  # (B, T, d) @ (d, V), a transposed view
+    else:
+        if spec.tied_head_rescale:
+            hidden = hidden * spec.d_model**-0.5  # T5: rescale before the tied head
+        logits = linear(hidden, weights.token_embedding.T)  # (B, T, d) @ (d, V), a view
+    if weights.lm_head_bias is not None:  # untied (Phi-2, GPT-J) or tied (masked_lm)
+        logits += weights.lm_head_bias  # (V,)
+    return logits
 
 
-def _heads(spec: Spec, weights: Weights, hidden: Array,
-           probe: Probe) -> tuple[Array | None, Array | None]:
-    logits = pooled = None
+def _heads(spec: Spec, weights: Weights, hidden: Array, probe: Probe,
+           tokens: Array, mask: Array | None) -> tuple[Array | None, Array | None, Array | None]:
+    """(vocabulary logits, pooled, classification scores) of the last stack's output; `tokens`
+    and `mask` are that stack's input (a decoder's classifier finds each row's last token)."""
+    logits = pooled = scores = None
     probe = probe.at("head")
     if spec.lm_head:
-        logits = output_logits(spec, weights, hidden)  # (B, T, V)
+        logits = output_logits(spec, weights, hidden, probe)  # (B, T, V)
         probe("logits", logits.shape)
         if spec.final_logit_softcap is not None:  # applied in output_logits
             probe("softcap", logits.shape)
     if spec.pooler:
         pooled = np.tanh(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
         probe("pooler", pooled.shape)
-    return logits, pooled
+    if spec.num_labels is not None:  # a classification head
+        scores = classify(weights, classifier_input(spec, hidden, pooled, tokens, mask), probe)
+    return logits, pooled, scores
 
 
 # --- the whole model -------------------------------------------------------------------------
@@ -312,8 +324,9 @@ def _encoder_decoder(spec: Spec, weights: Weights, x: Array, source: StackInput,
                              source.key_mask)
     y = embed(spec, weights, target, inputs.positions, None, probe)  # (B, T, d)
     hidden = forward_hidden(spec, weights.decoder, y, inputs, None, probe)  # (B, T, d)
-    logits, pooled = _heads(spec, weights, hidden, probe)
-    return ForwardOutput(hidden, logits, encoded, pooled)
+    logits, pooled, scores = _heads(spec, weights, hidden, probe, target,
+                                    given.decoder_attention_mask)
+    return ForwardOutput(hidden, logits, encoded, pooled, scores)
 
 
 def _checked(spec: Spec, given: ModelInput) -> ModelInput:
@@ -348,5 +361,6 @@ def forward(spec: Spec, weights: Weights, tokens: Array | ModelInput,
             return _encoder_decoder(spec, weights, x, inputs, given, probe)
         stack = weights.decoder if causal else weights.encoder
         hidden = forward_hidden(spec, stack, x, inputs, None, probe)  # (B, T, d)
-        logits, pooled = _heads(spec, weights, hidden, probe)
-        return ForwardOutput(hidden, logits, None, pooled)
+        logits, pooled, scores = _heads(spec, weights, hidden, probe, given.tokens,
+                                        given.attention_mask)
+        return ForwardOutput(hidden, logits, None, pooled, scores)

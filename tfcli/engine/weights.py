@@ -105,6 +105,12 @@ class Weights:
     pooler_w: Array | None = None  # (d_model, d_model)
     pooler_b: Array | None = None  # (d_model,)
     lm_head_bias: Array | None = None  # (vocab_size,), spec.lm_head_bias only
+    # the task heads (tfcli.engine.heads): masked_lm's transform, a classifier's matrix
+    head_dense: Array | None = None  # (d_model, d_model), head masked_lm
+    head_dense_bias: Array | None = None  # (d_model,), with spec.bias
+    head_norm: NormWeights | None = None  # (d_model,), the spec's norm
+    classifier: Array | None = None  # (d_model, num_labels), classification heads
+    classifier_bias: Array | None = None  # (num_labels,), spec.classifier_bias
 
     @property
     def stacks(self) -> list[StackWeights]:

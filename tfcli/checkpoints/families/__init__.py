@@ -18,7 +18,7 @@ from tfcli.checkpoints.families import qwen_moe
 from tfcli.checkpoints.families import deepseek
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
-from tfcli.checkpoints.names import Table
+from tfcli.checkpoints.names import Table, with_classifier
 
 
 @dataclass(frozen=True)
@@ -53,4 +53,5 @@ FAMILIES: dict[str, Family] = {
     "gemma3_text": Family(gemma.GEMMA3_DEFAULTS, gemma.read_gemma3, gemma.GEMMA2_TABLE),
     "falcon": Family(falcon.DEFAULTS, falcon.read, falcon.TABLE),
 }
-TABLES: dict[str, Table] = {kind: family.table for kind, family in FAMILIES.items()}
+# every family's table with the classifier of the classification heads (names.with_classifier)
+TABLES: dict[str, Table] = {kind: with_classifier(family.table) for kind, family in FAMILIES.items()}

@@ -14,6 +14,7 @@ DEFAULTS: Config = {
     "num_attention_heads": 12, "intermediate_size": 3072, "hidden_act": "gelu",
     "max_position_embeddings": 512, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
     "position_embedding_type": "absolute", "is_decoder": False, "add_cross_attention": False,
+    "tie_word_embeddings": True,
 }
 
 
@@ -32,8 +33,13 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
         "norm": "layernorm", "norm_placement": "post", "norm_eps": c.number("layer_norm_eps"),
         "positions": "learned", "bias": True, "embedding_norm": True,
         "type_vocab_size": c.integer("type_vocab_size", minimum=0), "lm_head": False,
-        "pooler": arch.pooler,
+        "pooler": arch.pooler, "tie_embeddings": c.flag("tie_word_embeddings"),
     }
+    if arch.head == "masked_lm" and not fields["tie_embeddings"]:
+        # transformers 5 then unties cls.predictions.decoder.bias from cls.predictions.bias:
+        # two (vocab,) biases, one of them never used
+        raise unsupported(c, "an untied masked-LM head (tie_word_embeddings false) is not "
+                             "supported: transformers keeps an unused second decoder bias")
     return fields, []
 
 
@@ -54,14 +60,25 @@ def _bert_rules() -> list[Rule]:
         *linear(f"{layer}.output.dense", f"{b}.ffn.w_down", f"{b}.ffn.b_down"),
         *norm(f"{layer}.output.LayerNorm", f"{b}.ffn_norm"),
         *linear("{base}pooler.dense", "pooler_w", "pooler_b"),
+        # head masked_lm: the transform, then the decoder (tied: the embedding) and its bias
+        *linear("cls.predictions.transform.dense", "head_dense", "head_dense_bias"),
+        *norm("cls.predictions.transform.LayerNorm", "head_norm"),
+        rule("cls.predictions.decoder.weight", "lm_head", "linear"),
+        rule("cls.predictions.bias", "lm_head_bias"),
     ]
 
 
 TABLE = Table(
     bases=("bert.", ""), anchor="embeddings.word_embeddings.weight", rules=tuple(_bert_rules()),
-    # position_ids / token_type_ids are index buffers; cls.*, classifier.*, qa_outputs.* are
-    # task heads on top of BertModel, which tfcli does not model.
-    ignored=(r"embeddings\.(position_ids|token_type_ids)$", r"^(cls|classifier|qa_outputs)\."),
-    renames=((".gamma", ".weight"), (".beta", ".bias")),  # TF-era LayerNorm names
+    # position_ids / token_type_ids are index buffers; the head's tensors (cls.*, classifier.*)
+    # are ignored by a spec without that head (`head: none` on a BertFor* checkpoint);
+    # cls.predictions.decoder.bias is the same tensor as cls.predictions.bias.
+    ignored=(r"embeddings\.(position_ids|token_type_ids)$", r"^(cls|classifier|qa_outputs)\.",
+             r"^cls\.predictions\.decoder\.bias$"),
+    tied_copies=("cls.predictions.decoder.weight",),
+    # TF-era LayerNorm names; next-sentence prediction's classifier is cls.seq_relationship
+    renames=((".gamma", ".weight"), (".beta", ".bias"),
+             ("cls.seq_relationship.weight", "classifier.weight"),
+             ("cls.seq_relationship.bias", "classifier.bias")),
 )
 

@@ -54,6 +54,9 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     }
     if rescale and not tied:
         raise unsupported(c, "a rescaled but untied output head is not supported")
+    if arch.encoder_only:  # T5EncoderModel: the shared embedding and the encoder stack alone
+        fields |= {"family": "encoder", "tied_head_rescale": False}
+        del fields["n_decoder_layers"]
     return fields, notes
 
 

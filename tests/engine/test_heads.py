@@ -1,0 +1,73 @@
+"""The task heads of the engine (tfcli/engine/heads.py): which token a decoder's sequence
+classifier reads, and that every head's arrays are what params counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tfcli.engine.heads import last_real_token
+from tfcli.engine.init import init_weights
+from tfcli.engine.model import ModelInput, forward
+from tfcli.engine.weights import count_parameters
+from tfcli.params import total_parameters
+from tfcli.spec import Spec
+
+BASE = {"name": "t", "vocab_size": 40, "max_seq_len": 16, "d_model": 16, "n_heads": 2,
+        "d_ff": 32, "n_layers": 2}
+
+
+def _spec(**fields: object) -> Spec:
+    return Spec.model_validate(BASE | {"family": "decoder"} | fields)
+
+
+def test_the_last_token_that_is_not_the_pad_id_is_read_left_or_right_padded() -> None:
+    spec = _spec(head="sequence_classification", pad_token_id=0)
+    tokens = np.array([[5, 6, 7, 0, 0], [0, 0, 5, 6, 7], [5, 0, 6, 0, 0], [0, 0, 0, 0, 0]])
+    # transformers' rule: the rightmost non-pad position; a row of pads reads position 0
+    assert last_real_token(spec, tokens, None).tolist() == [2, 4, 2, 0]
+
+
+def test_without_a_pad_id_the_attention_mask_decides_and_without_one_the_last_token() -> None:
+    spec = _spec(head="sequence_classification")
+    tokens = np.array([[5, 6, 7, 0], [5, 6, 7, 8]])
+    mask = np.array([[1, 1, 0, 0], [1, 1, 1, 1]], bool)
+    assert last_real_token(spec, tokens, mask).tolist() == [1, 3]
+    assert last_real_token(spec, tokens, None).tolist() == [3, 3]
+
+
+def test_a_sequence_score_is_the_score_of_its_last_real_token() -> None:
+    """Right padding after a causal body leaves the real positions as they were alone: the
+    score is the classifier on the unpadded run's last hidden state."""
+    spec = _spec(head="sequence_classification", num_labels=3, pad_token_id=0)
+    weights = init_weights(spec, seed=1)
+    tokens = np.array([[5, 6, 7, 0, 0]])
+    got = forward(spec, weights, ModelInput(tokens, attention_mask=tokens != 0)).scores
+    alone = forward(spec, weights, np.array([[5, 6, 7]]))
+    assert got is not None and got.shape == (1, 3)
+    want = alone.hidden[:, -1] @ weights.classifier  # (1, d) @ (d, 3)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fields", [
+    {"family": "encoder", "head": "masked_lm"},
+    {"family": "encoder", "head": "masked_lm", "tie_embeddings": False, "bias": False},
+    {"family": "encoder", "head": "sequence_classification", "pooler": True, "num_labels": 4},
+    {"family": "encoder", "head": "sequence_classification"},
+    {"family": "encoder", "head": "token_classification", "num_labels": 5},
+    {"family": "decoder", "head": "sequence_classification", "num_labels": 1},
+    {"family": "decoder", "head": "token_classification", "classifier_bias": False},
+    {"family": "encoder-decoder", "head": "token_classification", "num_labels": 2},
+])
+def test_every_head_allocates_what_params_counts_and_runs(fields: dict) -> None:
+    spec = Spec.model_validate(BASE | fields)
+    weights = init_weights(spec)
+    assert count_parameters(weights) == total_parameters(spec)
+    out = forward(spec, weights, np.array([[1, 2, 3, 4], [5, 6, 7, 8]]))
+    if spec.head == "masked_lm":
+        assert out.logits is not None and out.logits.shape == (2, 4, 40) and out.scores is None
+    else:
+        per_token = spec.head == "token_classification"
+        shape = (2, 4 if spec.family != "encoder-decoder" else 1, spec.num_labels)
+        assert out.logits is None and out.scores is not None
+        assert out.scores.shape == (shape if per_token else (2, spec.num_labels))

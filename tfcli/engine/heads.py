@@ -1,0 +1,68 @@
+"""The task heads on top of the last stack (spec.head, tfcli/spec_head.py): masked_lm's transform
+before the vocabulary logits, and the classifiers of sequence and token classification.
+
+Probes (path `head`, in order): `transform` (B, T, d) and `transform_norm` (B, T, d) for
+masked_lm, before `logits`; `classifier` (B, num_labels) or (B, T, num_labels) last.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfcli.arrays import Array
+from tfcli.engine.inputs import Probe
+from tfcli.engine.ops import activation_fn, apply_norm
+from tfcli.engine.parallel import linear, rowwise
+from tfcli.engine.weights import Weights
+from tfcli.spec import Spec
+
+
+def mlm_transform(spec: Spec, weights: Weights, hidden: Array, probe: Probe) -> Array:
+    """BERT's prediction-head transform: norm(act(h @ W + b)). (B, T, d) -> (B, T, d)."""
+    h = linear(hidden, weights.head_dense)  # (B, T, d) @ (d, d)
+    if weights.head_dense_bias is not None:
+        h += weights.head_dense_bias
+    h = activation_fn(spec.head_activation or spec.activation)(h)
+    probe("transform", h.shape)
+    h = rowwise(lambda rows: apply_norm(spec.norm, weights.head_norm, rows, spec.norm_eps,
+                                        spec.norm_unit_offset), h)
+    probe("transform_norm", h.shape)
+    return h
+
+
+def last_real_token(spec: Spec, tokens: Array, mask: Array | None) -> Array:
+    """Each row's last real position (B,): with pad_token_id, transformers' rule - the rightmost
+    token that is not the pad id (left or right padding; a row of pads reads position 0) -
+    else the last position the attention mask keeps (the last position without a mask)."""
+    B, T = tokens.shape
+    positions = np.arange(T)
+    if spec.pad_token_id is not None:
+        keep = tokens != spec.pad_token_id  # (B, T)
+    elif mask is not None:
+        keep = mask
+    else:
+        return np.full(B, T - 1)
+    return (positions * keep).argmax(axis=-1)  # (B,): argmax of 0s is 0, as transformers'
+
+
+def classifier_input(spec: Spec, hidden: Array, pooled: Array | None, tokens: Array,
+                     mask: Array | None) -> Array:
+    """What the classifier reads: every token (B, T, d) for token_classification; for
+    sequence_classification (B, d), the pooler's output, else a decoder's last real token,
+    else an encoder's first token."""
+    if spec.head == "token_classification":
+        return hidden
+    if pooled is not None:
+        return pooled
+    if spec.family == "decoder":
+        return hidden[np.arange(hidden.shape[0]), last_real_token(spec, tokens, mask)]
+    return hidden[:, 0]
+
+
+def classify(weights: Weights, x: Array, probe: Probe) -> Array:
+    """Classification logits of classifier_input's x: (B, [T,] d) -> (B, [T,] num_labels)."""
+    scores = linear(x, weights.classifier)  # (..., d) @ (d, L)
+    if weights.classifier_bias is not None:
+        scores += weights.classifier_bias
+    probe("classifier", scores.shape)
+    return scores
