@@ -150,3 +150,16 @@ def test_a_stack_without_a_uniform_tail_is_refused() -> None:
     spec = _deep("mixtral-8x7b", moe_layer_step=2)  # dense and MoE alternate to the end
     with pytest.raises(BadInputError, match=r"past block 256.*use --layers"):
         build_trace(spec, seq_len=3)
+
+
+def test_execute_says_when_the_weights_alone_are_over_budget() -> None:
+    """DeepSeek-V3's one block with its 129,280-token tables is 9.1 GiB of float32 weights:
+    no shorter run fits 8 GiB (CI checks it narrowed, tests/analysis/test_trace.py)."""
+    spec = load_spec("deepseek-v3").with_layers(4)
+    report = build_trace(spec, seq_len=4)
+    with pytest.raises(BadInputError, match=r"float32 weights alone are 9\.1 GiB, so no --batch"):
+        execute_check(spec, report, budget_bytes=8 * 2**30)
+    small = load_spec("lesson-tiny").with_layers(1)  # weights fit, activations do not
+    with pytest.raises(BadInputError, match="try a smaller --batch or --seq-len"):
+        execute_check(small, build_trace(small, seq_len=5),
+                      budget_bytes=4 * total_parameters(small) + 1)

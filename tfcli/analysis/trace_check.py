@@ -190,8 +190,17 @@ def _spec_to_run(spec: Spec, report: TraceReport, layers: int | None,
     if needed > budget:
         raise BadInputError(f"--execute on {spec.name} with {_blocks(run_spec)} block(s) per "
                             f"stack needs about {needed / 2**30:.1f} GiB, over the "
-                            f"{budget / 2**30:.1f} GiB budget; try a smaller --batch or --seq-len")
+                            f"{budget / 2**30:.1f} GiB budget; {_what_to_try(run_spec, budget)}")
     return run_spec
+
+
+def _what_to_try(run_spec: Spec, budget: int) -> str:
+    """When the float32 weights alone are over budget, a shorter run cannot help: say so."""
+    weights = ENGINE_BYTES * total_parameters(run_spec)
+    if weights <= budget:
+        return "try a smaller --batch or --seq-len"
+    return (f"its float32 weights alone are {weights / 2**30:.1f} GiB, so no --batch or "
+            f"--seq-len fits; the trace without --execute is analytic at any size")
 
 
 def execute_check(spec: Spec, report: TraceReport, seed: int = 0, *, layers: int | None = None,
