@@ -56,7 +56,7 @@ def test_exact_total(name: str) -> None:
 def test_lesson_tiny_per_block_split() -> None:
     report = build_params_report(load_spec("lesson-tiny"))
     per_block = report.block_subtotals["decoder"]
-    assert per_block == (3_152, 4)
+    assert per_block == (3_152, 4, 4 * 3_152)
     ffn = sum(r.per_block for r in report.rows if r.stack and r.group == "ffn")
     attention = sum(r.per_block for r in report.rows if r.stack and r.group == "attention")
     assert (ffn, attention) == (2_128, 1_024)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from tfcli.checkpoints.stored import StoredWeights
 from tfcli.dtypes import DTYPE_BYTES, WEIGHT_DTYPES
 from tfcli.params import (
     ATTENTION, EMBEDDING, FFN, HEAD,
-    Component, components, inactive_expert_parameters, kv_cache_bytes, kv_cache_bytes_per_token,
-    kv_cache_window_bytes,
+    Component, block_indices, components, expanded_kv_values_per_layer_token, inactive_expert_parameters,
+    kv_cache_bytes, kv_cache_bytes_per_token, kv_cache_window_bytes, kv_values_per_layer_token,
 )
 from tfcli.shapes import shapes_text
 from tfcli.spec import Spec
@@ -30,10 +30,15 @@ class ComponentRow:
     # "decoder.blocks.*.attn.bq"); `*`: every block (and expert), see tfcli.params.EVERY
     paths: tuple[str, ...]
     per_block: int  # parameters in one block (block rows) or in the whole row otherwise
-    blocks: int  # how many blocks repeat it (1 outside blocks)
+    blocks: int  # how many blocks repeat it (1 outside blocks; those of its kind, see `kind`)
     count: int
     share: float  # of the total
     note: str = ""
+    # in a stack mixing dense and MoE blocks, an FFN row's kind ("dense" or "MoE"): it repeats
+    # over those blocks only; "" otherwise
+    kind: str = ""
+    # a buffer (DeepSeek-V3's router_bias): values stored, none of them parameters (count 0)
+    buffer_values: int = 0
 
     @property
     def stack(self) -> str:
@@ -54,6 +59,23 @@ class KVCacheFigures:
     window_bytes: int | None = None
     local_layers: int = 0  # decoder layers with the window (all of them without a pattern)
     layers: int = 0  # decoder layers with a self-attention cache
+    per_layer_token_bytes: int = 0  # one layer, one token of one sequence
+    # Multi-head latent attention (DeepSeek MLA) caches the latent and the shared RoPE key
+    # (kv_lora_rank + qk_rope_head_dim values per layer-token); beside it, what full multi-head
+    # K/V would need (n_heads x (qk_nope + qk_rope + v_head_dim)), its total, and the ratio.
+    latent: bool = False
+    expanded_per_layer_token_bytes: int | None = None
+    expanded_total_bytes: int | None = None
+    expanded_ratio: float | None = None  # expanded / latent bytes
+
+
+class BlockSubtotal(NamedTuple):
+    """One stack's block rows summed: parameters per block (None when dense and MoE blocks
+    differ), the stack's blocks, and their exact total."""
+
+    per_block: int | None
+    n_layers: int
+    total: int
 
 
 @dataclass(frozen=True)
@@ -61,7 +83,7 @@ class ParamsReport:
     spec_name: str
     family: str
     rows: list[ComponentRow]
-    block_subtotals: dict[str, tuple[int, int]]  # stack -> (per block, n_layers)
+    block_subtotals: dict[str, BlockSubtotal]  # stack -> its blocks' parameters
     total: int
     non_embedding: int
     active: int
@@ -76,6 +98,7 @@ class ParamsReport:
     body_only: str | None = None
     # what the SPEC argument's checkpoint file stores (a GGUF's tensors), when it is one
     stored: StoredWeights | None = None
+    active_detail: str = "dense: all"  # what `active` counts, in words
 
     @property
     def ffn_share_of_blocks(self) -> float:
@@ -116,6 +139,7 @@ class ParamsReport:
             "total": self.total,
             "non_embedding": self.non_embedding,
             "active": self.active,
+            "active_detail": self.active_detail,
             "attention": self.attention,
             "ffn": self.ffn,
             "ffn_share_of_attention_plus_ffn": self.ffn_share_of_blocks,
@@ -126,10 +150,7 @@ class ParamsReport:
             "estimate_rel_error": self.estimate_rel_error,
             "estimate_leaves_out": self.estimate_leaves_out,
             "components": [_row_dict(r) for r in self.rows],
-            "block_subtotals": {
-                k: {"per_block": p, "n_layers": n, "total": p * n}
-                for k, (p, n) in self.block_subtotals.items()
-            },
+            "block_subtotals": {k: v._asdict() for k, v in self.block_subtotals.items()},
             "memory_bytes": self.memory_bytes,
             "kv_cache_bytes": self.kv_cache.total_bytes,
             "kv_cache": asdict(self.kv_cache),
@@ -156,6 +177,7 @@ def _row_dict(row: ComponentRow) -> dict[str, Any]:
         "shapes": [list(s) for s in row.shapes], "paths": list(row.paths),
         "per_block": row.per_block,
         "blocks": row.blocks, "share": row.share, "note": row.note,
+        "kind": row.kind, "buffer_values": row.buffer_values,
     }
 
 
@@ -172,30 +194,48 @@ def _stack_layers(spec: Spec, name: str) -> int:
     return spec.encoder_layers if name.startswith("encoder") else spec.decoder_layers
 
 
+def _row_blocks(spec: Spec, name: str, path: str) -> tuple[int, str]:
+    """The blocks a block row repeats over, and its kind when that is not all of the stack's
+    (an FFN array of a stack mixing dense and MoE blocks)."""
+    layers = _stack_layers(spec, name)
+    if ".block." not in name or not spec.mixed_ffn_layers:
+        return layers, ""
+    blocks = len(block_indices(spec, path))
+    if blocks == layers:
+        return layers, ""
+    return blocks, "MoE" if spec.moe_layer(block_indices(spec, path)[0]) else "dense"
+
+
 def merge_rows(spec: Spec, comps: list[Component], total: int) -> list[ComponentRow]:
-    """Merge weight/bias/scale arrays of the same projection into one row, keeping order."""
+    """Merge weight/bias/scale arrays of the same projection into one row, keeping order; a
+    buffer (router_bias) keeps a row of its own, so the shapes beside a count are its own."""
     merged: dict[str, list[Component]] = {}
     for c in comps:
-        merged.setdefault(_base_name(c.name), []).append(c)
+        merged.setdefault(c.name if c.buffer else _base_name(c.name), []).append(c)
     rows = []
     for name, parts in merged.items():
         count = sum(p.count for p in parts)
-        blocks = _stack_layers(spec, name)
+        blocks, kind = _row_blocks(spec, name, parts[0].path)
+        buffered = sum(math.prod(p.shape) * p.repeat for p in parts if p.buffer)
         rows.append(ComponentRow(
             name=name, group=parts[0].group, shapes=tuple(p.shape for p in parts),
             paths=tuple(p.path for p in parts),
             per_block=count // blocks, blocks=blocks, count=count,
-            share=count / total if total else 0.0, note=parts[0].note,
+            share=count / total if total else 0.0, note=parts[0].note, kind=kind,
+            buffer_values=buffered,
         ))
     return rows
 
 
-def _block_subtotals(rows: list[ComponentRow]) -> dict[str, tuple[int, int]]:
-    out: dict[str, tuple[int, int]] = {}
+def _block_subtotals(spec: Spec, rows: list[ComponentRow]) -> dict[str, BlockSubtotal]:
+    """Per stack: the block rows' sum; per block only when every block has the same rows."""
+    out: dict[str, BlockSubtotal] = {}
     for r in rows:
         if r.stack:
-            per, _ = out.get(r.stack, (0, r.blocks))
-            out[r.stack] = (per + r.per_block, r.blocks)
+            per, _, total = out.get(r.stack, BlockSubtotal(0, _stack_layers(spec, r.name), 0))
+            uniform = per is not None and not r.kind
+            out[r.stack] = BlockSubtotal(per + r.per_block if uniform else None,  # type: ignore[operator]
+                                         _stack_layers(spec, r.name), total + r.count)
     return out
 
 
@@ -206,6 +246,9 @@ def _memory(total: int) -> dict[str, int]:
 
 def _notes(spec: Spec, context: int) -> list[str]:
     notes = []
+    if spec.description:  # what the spec says of its source, import-config's reader notes
+        # included: what the counts leave out (DeepSeek-V3's multi-token-prediction layer)
+        notes.append(f"spec: {spec.description}")
     if spec.body_only:
         notes.append(f"body only: {spec.body_only}; its parameters are not in any count")
     if context > spec.max_seq_len:
@@ -244,18 +287,42 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
         kv_cache_bytes(spec, context, batch, kv_dtype, source_len=source_len), window,
         kv_cache_window_bytes(spec, context, batch, kv_dtype),
         spec.local_layers, spec.decoder_layers,
+        math.ceil(kv_values_per_layer_token(spec) * DTYPE_BYTES[kv_dtype]),
+        **_expanded_kv(spec, context, batch, kv_dtype),
     )
     report = ParamsReport(
         spec_name=spec.name, family=spec.family, rows=rows,
-        block_subtotals=_block_subtotals(rows), total=total,
+        block_subtotals=_block_subtotals(spec, rows), total=total,
         non_embedding=total - embedding, active=total - inactive_expert_parameters(spec),
         attention=sum(c.count for c in comps if c.group == ATTENTION),
         ffn=sum(c.count for c in comps if c.group == FFN),
         estimate_12ld2=12 * spec.total_layers * spec.d_model**2,
         memory_bytes=_memory(total), kv_cache=kv, notes=_notes(spec, context),
-        body_only=spec.body_only, stored=stored,
+        body_only=spec.body_only, stored=stored, active_detail=_active_detail(spec),
     )
     return replace(report, notes=report.notes + _estimate_note(report))
+
+
+def _active_detail(spec: Spec) -> str:
+    """What the active-per-token count holds: for MoE, k routed experts of each MoE block and
+    everything else (inactive_expert_parameters subtracts the other routed experts only)."""
+    if not spec.n_experts:
+        return "dense: all"
+    shared = ", the shared experts" if spec.n_shared_experts else ""
+    dense = ", the dense blocks" if spec.mixed_ffn_layers else ""
+    return (f"MoE: {spec.experts_per_token} of {spec.n_experts} routed experts per MoE block"
+            f"{shared}, the router{dense}, attention and embeddings")
+
+
+def _expanded_kv(spec: Spec, context: int, batch: int, kv_dtype: str) -> dict[str, Any]:
+    """Under MLA, what full multi-head K/V would cache, beside the latent (KVCacheFigures)."""
+    if not spec.latent_attention:
+        return {}
+    per_layer_token = expanded_kv_values_per_layer_token(spec) * DTYPE_BYTES[kv_dtype]
+    total = per_layer_token * spec.decoder_layers * context * batch
+    ratio = expanded_kv_values_per_layer_token(spec) / kv_values_per_layer_token(spec)
+    return {"latent": True, "expanded_per_layer_token_bytes": math.ceil(per_layer_token),
+            "expanded_total_bytes": math.ceil(total), "expanded_ratio": ratio}
 
 
 def _moe_note(spec: Spec) -> str:

@@ -43,16 +43,24 @@ def _add_component(table: FitTable, row: ComponentRow) -> None:
     if row.note.startswith("tied"):
         table.add_row(name, Text("tied", style="dim"), "", "0", "")
         return
+    if row.kind:  # an FFN row of a stack mixing dense and MoE blocks: its blocks only
+        name = f"{name} ({row.kind} × {row.blocks})"
     per_block = f"{row.per_block:,}" if row.stack else ""
     shape = shapes_text(row.shapes, TABLE_TIMES, grouped=True)
+    if row.buffer_values:  # stored and shown, never counted: say so beside its zero
+        table.add_row(indent + name, shape, per_block, "0", "")
+        table.add_row(Text(f"{indent}  ↳ {row.note}", style="dim"),
+                      Text(f"{row.buffer_values:,} values", style="dim"))
+        return
     table.add_row(indent + name, shape, per_block, f"{row.count:,}", percent(row.share))
 
 
 def _add_subtotal(table: FitTable, report: ParamsReport, stack: str | None) -> None:
-    per, n = report.block_subtotals[stack or ""]
-    share = per * n / report.total
+    per, n, total = report.block_subtotals[stack or ""]
     label = Text(f"  subtotal × {n}", style="italic")
-    table.add_row(label, "", f"{per:,}", Text(f"{per * n:,}", style="bold"), percent(share))
+    per_text = "" if per is None else f"{per:,}"  # None: dense and MoE blocks differ
+    table.add_row(label, "", per_text, Text(f"{total:,}", style="bold"),
+                  percent(total / report.total))
 
 
 def _summary_table(report: ParamsReport) -> FitTable:
@@ -64,8 +72,7 @@ def _summary_table(report: ParamsReport) -> FitTable:
     table.add_row(f"total{scope}", f"{report.total:,}", human_count(report.total))
     table.add_row("non-embedding", f"{report.non_embedding:,}",
                   "excludes token / position / type embeddings and the output head")
-    table.add_row("active per token", f"{report.active:,}",
-                  "MoE: routed experts only" if report.active != report.total else "dense: all")
+    table.add_row("active per token", f"{report.active:,}", report.active_detail)
     blocks = report.attention + report.ffn
     table.add_row("attention", f"{report.attention:,}",
                   f"{percent(report.attention / blocks if blocks else 0)} of attention + FFN")
@@ -80,6 +87,8 @@ def _summary_table(report: ParamsReport) -> FitTable:
     cross = " (+ cross-attention K/V over as many source tokens)" if report.family == "encoder-decoder" else ""
     table.add_row(f"KV cache ({kv.dtype})", human_bytes(kv.total_bytes),
                   f"{human_bytes(kv.per_token_bytes)}/token × {kv.context:,} tokens × batch {kv.batch}{cross}")
+    if kv.latent:
+        _add_latent_rows(table, report)
     if kv.window_bytes is not None and kv.local_layers < kv.layers:  # local and global layers
         table.add_row("KV cache, windowed local layers", human_bytes(kv.window_bytes),
                       f"{kv.local_layers} local layers × the last {kv.window:,} tokens + "
@@ -92,6 +101,17 @@ def _summary_table(report: ParamsReport) -> FitTable:
                       f"batch {kv.batch}: the {kv.window:,}-token sliding window needs no more "
                       "(tfcli's engine keeps every token)")
     return table
+
+
+def _add_latent_rows(table: FitTable, report: ParamsReport) -> None:
+    """MLA: the latent each layer caches per token, and what full multi-head K/V would need."""
+    kv = report.kv_cache
+    table.add_row("KV cache, MLA latent", f"{kv.per_layer_token_bytes:,} B",
+                  f"per token per layer (the latent and the shared RoPE key), × {kv.layers} "
+                  "layers in the KV cache above")
+    table.add_row("full multi-head K/V", human_bytes(kv.expanded_total_bytes or 0),
+                  f"would be {kv.expanded_per_layer_token_bytes or 0:,} B per token per layer "
+                  f"(every head's K and V): {kv.expanded_ratio or 0:.1f}× the latent")
 
 
 def render_params(report: ParamsReport) -> RenderableType:
