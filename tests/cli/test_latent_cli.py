@@ -37,7 +37,9 @@ def test_params_shows_the_latent_cache_and_full_multi_head_kv(invoke) -> None:
 def test_params_shows_the_router_bias_buffer_with_its_note(invoke) -> None:
     table = invoke("params", FIXTURE)
     assert table.exit_code == 0, table.output
-    for text in ("router.bias (MoE × 2)", "buffer, not a parameter", "16 values",
+    for text in ("router.bias (buffer, MoE × 2)",
+                 "note: decoder.block.router.bias: buffer, not a parameter: chooses experts "
+                 "only; 16 values, in no count",
                  "ffn.up (dense × 1)", "47,288", "MoE: 2 of 8 routed experts per MoE block"):
         assert text in table.stdout, text
     data = _json(invoke, "params", FIXTURE)

@@ -300,7 +300,13 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
         memory_bytes=_memory(total), kv_cache=kv, notes=_notes(spec, context),
         body_only=spec.body_only, stored=stored, active_detail=_active_detail(spec),
     )
-    return replace(report, notes=report.notes + _estimate_note(report))
+    return replace(report, notes=report.notes + _buffer_notes(rows) + _estimate_note(report))
+
+
+def _buffer_notes(rows: list[ComponentRow]) -> list[str]:
+    """Each buffer row's note (router_bias: stored, shown, in no count) with its values."""
+    return [f"{r.name}: {r.note}; {r.buffer_values:,} values, in no count"
+            for r in rows if r.buffer_values]
 
 
 def _active_detail(spec: Spec) -> str:

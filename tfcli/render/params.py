@@ -43,16 +43,15 @@ def _add_component(table: FitTable, row: ComponentRow) -> None:
     if row.note.startswith("tied"):
         table.add_row(name, Text("tied", style="dim"), "", "0", "")
         return
-    if row.kind:  # an FFN row of a stack mixing dense and MoE blocks: its blocks only
-        name = f"{name} ({row.kind} × {row.blocks})"
+    # a buffer (its note is under the tables); an FFN row of a mixed dense / MoE stack
+    tags = ["buffer"] if row.buffer_values else []
+    tags += [f"{row.kind} × {row.blocks}"] if row.kind else []
+    if tags:
+        name = f"{name} ({', '.join(tags)})"
     per_block = f"{row.per_block:,}" if row.stack else ""
     shape = shapes_text(row.shapes, TABLE_TIMES, grouped=True)
-    if row.buffer_values:  # stored and shown, never counted: say so beside its zero
-        table.add_row(indent + name, shape, per_block, "0", "")
-        table.add_row(Text(f"{indent}  ↳ {row.note}", style="dim"),
-                      Text(f"{row.buffer_values:,} values", style="dim"))
-        return
-    table.add_row(indent + name, shape, per_block, f"{row.count:,}", percent(row.share))
+    share = "" if row.buffer_values else percent(row.share)
+    table.add_row(indent + name, shape, per_block, f"{row.count:,}", share)
 
 
 def _add_subtotal(table: FitTable, report: ParamsReport, stack: str | None) -> None:
