@@ -28,6 +28,8 @@ REFERENCE_TOTALS = {
     "qwen3-8b": 8_190_735_360,
     "qwen1.5-moe-a2.7b": 14_315_784_192,
     "qwen3-30b-a3b": 30_532_122_624,
+    "deepseek-v2-lite": 15_706_484_224,
+    "deepseek-v3": 671_026_404_352,  # 61 blocks: the multi-token-prediction layer not counted
     "gemma-2b": 2_506_172_416,
     "gemma-2-9b": 9_241_705_984,
     "gemma-3-1b": 999_885_952,

@@ -180,3 +180,52 @@ def test_trace_execute_matches_the_analytic_rows(saved: tuple[PreTrainedModel, P
     result = invoke("trace", str(saved[1]), "--execute", "-f", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["execute"]["ok"]
+
+
+def _add_mtp_layer(path: Path) -> list[str]:
+    """The released DeepSeek-V3 layout: the multi-token-prediction module stored as
+    model.layers.61 (a block, its enorm / hnorm / eh_proj and shared head) beside the model."""
+    from safetensors.torch import load_file, save_file
+
+    file = path / "model.safetensors"
+    tensors = load_file(file)
+    mtp = {name.replace("model.layers.1.", "model.layers.61."): t.clone()
+           for name, t in tensors.items() if name.startswith("model.layers.1.")}
+    mtp |= {"model.layers.61.enorm.weight": torch.ones(64), "model.layers.61.hnorm.weight":
+            torch.ones(64), "model.layers.61.eh_proj.weight": torch.zeros(64, 128),
+            "model.layers.61.shared_head.head.weight": torch.zeros(VOCAB, 64)}
+    save_file(tensors | mtp, file, metadata={"format": "pt"})
+    return sorted(mtp)
+
+
+def test_the_multi_token_prediction_layer_is_ignored_and_said_to_be(tmp_path: Path) -> None:
+    """transformers' DeepseekV3 ignores model.layers.61 on load; tfcli loads the same 2
+    blocks, counts the same parameters, compares the headers as equal, and says so."""
+    from transformers import AutoModelForCausalLM
+
+    from tfcli.analysis.params_report import build_params_report
+    from tfcli.analysis.stored import stored_for
+
+    model = save_random(_v3, tmp_path)
+    assert len(_add_mtp_layer(tmp_path)) > 20
+    reloaded = AutoModelForCausalLM.from_pretrained(tmp_path, attn_implementation="eager")
+    assert sum(p.numel() for p in reloaded.parameters()) == sum(p.numel() for p in model.parameters())
+    tokens, mask = _tokens(), np.ones((BATCH, LENGTH), dtype=np.int64)
+    np.testing.assert_allclose(*_logits(reloaded.eval(), tmp_path, tokens, mask), **F32)
+    spec = spec_from_config_dir(tmp_path)
+    stored = stored_for(str(tmp_path), spec)
+    assert stored is not None and stored.differences == (), stored and stored.verdict
+    notes = build_params_report(spec, stored=stored).notes
+    assert any("1 multi-token-prediction layer(s) (num_nextn_predict_layers) not built or "
+               "counted" in n for n in notes), notes
+
+
+def test_a_v2_checkpoint_with_a_layer_past_its_last_is_refused(tmp_path: Path) -> None:
+    """DeepSeek-V2 has no multi-token-prediction layer: transformers ignores nothing there,
+    and tfcli names the stray tensors."""
+    from tfcli.errors import BadInputError
+
+    save_random(_v2_greedy, tmp_path)
+    _add_mtp_layer(tmp_path)
+    with pytest.raises(BadInputError, match=r"unexpected tensor\(s\) model\.layers\.61\."):
+        load_weights(tmp_path, spec_from_config_dir(tmp_path))

@@ -127,11 +127,16 @@ def test_import_reproduces_the_bundled_spec(name: str, tmp_path: Path) -> None:
 
 
 def test_the_multi_token_prediction_layer_is_said_to_be_left_out() -> None:
-    """transformers builds 61 blocks and ignores the stored layer 61; both specs say so."""
+    """transformers builds 61 blocks and ignores the stored layer 61; both specs say so, and
+    `tfcli params` shows it among its notes."""
     imported = spec_from_config(DEEPSEEK_V3, source="DeepSeek-V3")
-    assert "multi-token-prediction layer(s) (num_nextn_predict_layers) not built or counted" \
-        in imported.description
-    assert "multi-token-prediction layer 61 is not counted" in load_spec("deepseek-v3").description
+    bundled = load_spec("deepseek-v3")
+    for spec, said in ((imported, "1 multi-token-prediction layer(s) (num_nextn_predict_layers) "
+                        "not built or counted"),
+                       (bundled, "the multi-token-prediction layer 61 is not counted")):
+        assert said in spec.description
+        assert any(said in note for note in build_params_report(spec).notes)
+    assert "multi-token" not in spec_from_config(DEEPSEEK_V2_LITE, source="x").description
 
 
 @pytest.mark.parametrize(("base", "changes"), [
