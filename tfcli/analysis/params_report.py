@@ -249,9 +249,6 @@ def _notes(spec: Spec, context: int) -> list[str]:
     if spec.description:  # what the spec says of its source, import-config's reader notes
         # included: what the counts leave out (DeepSeek-V3's multi-token-prediction layer)
         notes.append(f"spec: {spec.description}")
-    if spec.description:  # what the spec says of its source, import-config's reader notes
-        # included: what the counts leave out (DeepSeek-V3's multi-token-prediction layer)
-        notes.append(f"spec: {spec.description}")
     if spec.body_only:
         notes.append(f"body only: {spec.body_only}; its parameters are not in any count")
     if context > spec.max_seq_len:
