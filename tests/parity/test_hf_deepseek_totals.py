@@ -147,11 +147,13 @@ def test_the_multi_token_prediction_layer_is_said_to_be_left_out() -> None:
                         "routed_scaling_factor": 16.0}),  # DeepSeek-V2's routing
     (DEEPSEEK_V3, {"q_lora_rank": None, "first_k_dense_replace": 0, "num_hidden_layers": 4}),
     (DEEPSEEK_V3, {"n_shared_experts": 2, "rope_interleave": False, "num_hidden_layers": 4}),
+    (DEEPSEEK_V2_LITE, {"n_routed_experts": None, "num_experts": 32}),  # the config's aliases
+    (DEEPSEEK_V3, {"n_routed_experts": None, "num_local_experts": 128}),
 ], ids=["v2-all-dense", "v2-no-shared", "v2-q-lora-bias", "v2-grouped", "v3-no-q-lora",
-        "v3-two-shared"])
+        "v3-two-shared", "v2-num-experts", "v3-num-local-experts"])
 def test_variants_count_as_transformers(base: dict[str, object],
                                         changes: dict[str, object]) -> None:
-    config = base | changes
+    config = {k: v for k, v in (base | changes).items() if v is not None or k != "n_routed_experts"}
     assert total_parameters(spec_from_config(config, source="variant")) == hf_total(config)
 
 
@@ -168,3 +170,13 @@ def test_what_tfcli_does_not_model_is_refused_by_name(base: dict[str, object],
                                                       key: str) -> None:
     with pytest.raises(BadInputError, match=key):
         spec_from_config(base | changes, source="variant")
+
+
+def test_what_the_v2_router_does_not_read_is_not_read() -> None:
+    """DeepseekV2TopkRouter always scores by softmax and never renormalises: a config saying
+    otherwise gives the same spec, with a note for scoring_func."""
+    spec = spec_from_config(DEEPSEEK_V2_LITE | {"scoring_func": "sigmoid", "norm_topk_prob": True,
+                                                "moe_layer_freq": 3}, source="x")
+    assert (spec.router_scoring, spec.norm_topk_prob) == ("softmax", False)
+    assert spec.moe_layer_count(27) == 26  # every block past the first, whatever the frequency
+    assert "scoring_func 'sigmoid' ignored" in spec.description
