@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tfcli.analysis import trace
+from tfcli.analysis.params_report import build_params_report
 from tfcli.analysis.trace import NORM_FLOPS, SOFTMAX_FLOPS, build_trace
 from tfcli.analysis.trace_check import execute_check
 from tfcli.analysis.trace_rows import expand_rows
@@ -163,3 +164,13 @@ def test_execute_says_when_the_weights_alone_are_over_budget() -> None:
     with pytest.raises(BadInputError, match="try a smaller --batch or --seq-len"):
         execute_check(small, build_trace(small, seq_len=5),
                       budget_bytes=4 * total_parameters(small) + 1)
+
+
+def test_deepseek_v3_flops_per_token_are_twice_its_active_matmul_parameters() -> None:
+    """One token (no attention to speak of): every active weight but the embedding lookup does
+    one multiply-add, so the trace (routed experts only) and params' active count agree; what
+    is left over is norms, activations and adds, well under 0.1%."""
+    spec = load_spec("deepseek-v3")
+    flops = build_trace(spec, seq_len=1).total_flops
+    active = build_params_report(spec).active - spec.vocab_size * spec.d_model  # 37.55 B - table
+    assert 0 < flops - 2 * active < 1e-3 * flops
