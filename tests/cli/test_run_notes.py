@@ -23,12 +23,26 @@ def seq_cls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def test_a_body_only_checkpoint_runs_with_a_note(seq_cls_dir: Path) -> None:
+def test_a_classifier_checkpoint_runs_its_head(seq_cls_dir: Path) -> None:
+    """The reward model's score head is built: one score per sequence, no vocabulary logits."""
     result = CliRunner().invoke(app, ["run", str(seq_cls_dir), "--tokens", "1,2,3", "-f", "json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["logits_shape"] is None  # the score head is not built: no logits of another model
-    assert any("body only: LlamaForSequenceClassification" in note for note in data["notes"])
+    assert data["logits_shape"] is None and not any("body only" in n for n in data["notes"])
+    assert data["scores"]["head"] == "sequence_classification"
+    assert len(data["scores"]["scores"]) == 1 and len(data["scores"]["scores"][0]) == 1
+
+
+def test_a_body_only_spec_runs_with_a_note(tmp_path: Path) -> None:
+    """A spec written before heads were built, marked body_only, still says so."""
+    spec = tmp_path / "body.yaml"
+    spec.write_text("name: body\nfamily: decoder\nvocab_size: 40\nmax_seq_len: 8\nd_model: 8\n"
+                    "n_heads: 2\nd_ff: 16\nn_layers: 1\nlm_head: false\n"
+                    "body_only: LlamaForSequenceClassification (score head not built)\n")
+    result = CliRunner().invoke(app, ["run", str(spec), "--tokens", "1,2,3", "-f", "json"])
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.stdout)["notes"]
+    assert any("body only: LlamaForSequenceClassification" in note for note in notes)
 
 
 def test_huge_statistics_print_in_scientific_notation() -> None:

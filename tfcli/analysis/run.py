@@ -13,6 +13,7 @@ import numpy as np
 from tfcli.analysis.memory import MemoryEstimate, Workload, run_estimate
 from tfcli.analysis.finite import check_outputs, quiet_numerics
 from tfcli.analysis.model_source import Model
+from tfcli.analysis.run_scores import HeadScores, head_scores
 from tfcli.arrays import Array
 from tfcli.engine.generate import right_pad
 from tfcli.engine.model import ForwardOutput, ModelInput, forward
@@ -86,6 +87,7 @@ class RunResult:
     flops: int
     notes: list[str] = field(default_factory=list)
     embedding: SentenceEmbedding | None = None
+    scores: HeadScores | None = None  # a classification head's (tfcli.analysis.run_scores)
 
     @property
     def gflops_per_s(self) -> float:
@@ -102,6 +104,7 @@ class RunResult:
             "loss": self.loss, "loss_kind": self.loss_kind, "seconds": self.seconds,
             "flops": self.flops, "gflops_per_s": self.gflops_per_s, "notes": self.notes,
             "embedding": None if self.embedding is None else self.embedding.to_dict(),
+            "scores": None if self.scores is None else self.scores.to_dict(),
         }
 
     def csv_rows(self) -> tuple[list[str], list[list[object]]]:
@@ -378,6 +381,7 @@ def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0, pooling: Pool
         loss=loss, loss_kind=loss_kind, seconds=seconds, flops=_flops(spec, inputs),
         notes=list(inputs.notes) + _body_only_notes(spec),
         embedding=sentence_embedding(spec, inputs, out, pooling, normalize),
+        scores=head_scores(spec, out, inputs.mask),
     )
     return result, out
 
@@ -402,7 +406,7 @@ def save_npz(path: str, inputs: RunInputs, out: ForwardOutput,
     write (disk full) leaves nothing behind and is reported as bad input."""
     arrays = {"tokens": inputs.tokens, "hidden": out.hidden}
     optional = {"decoder_tokens": inputs.decoder_tokens, "logits": out.logits,
-                "encoder_hidden": out.encoder_hidden, "pooled": out.pooled}
+                "encoder_hidden": out.encoder_hidden, "pooled": out.pooled, "scores": out.scores}
     arrays |= {k: v for k, v in optional.items() if v is not None}
     if inputs.mask is not None:
         arrays["attention_mask"] = inputs.mask

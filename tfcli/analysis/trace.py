@@ -373,6 +373,12 @@ class _Tracer:
     def head(self, length: int) -> None:
         s, B, d = self.spec, self.batch, self.spec.d_model
         x = (B, length, d)
+        if s.head == "masked_lm":  # BERT's transform: norm(act(h @ W + b)) on every token
+            transform = _linear_flops(B * length, d, d, s.bias) + ACTIVATION_FLOPS * B * length * d
+            self.add("head", "transform", [x], x, self.owned("head_dense", "head_dense_bias"),
+                     transform)
+            self.add("head", "transform_norm", [x], x, self.owned("head_norm"),
+                     NORM_FLOPS * B * length * d)
         if s.lm_head:  # a tied head owns nothing: its table belongs to token_embedding
             logits = (B, length, s.vocab_size)
             flops = _linear_flops(B * length, d, s.vocab_size, s.lm_head_bias)
@@ -385,6 +391,19 @@ class _Tracer:
         if s.pooler:  # tanh(W h[:, 0] + b): the first token of each sequence only
             pooler = _linear_flops(B, d, d, True) + ACTIVATION_FLOPS * B * d
             self.add("head", "pooler", [x], (B, d), self.owned("pooler_w", "pooler_b"), pooler)
+        if s.num_labels is not None:  # a classifier: on every token, or one token per sequence
+            self.classifier(length)
+
+    def classifier(self, length: int) -> None:
+        """(d, num_labels) on every token (token_classification) or on what a sequence
+        classifier reads, one (B, d) row per sequence (the pooler's output, the last real or
+        the first token)."""
+        s, B, d, labels = self.spec, self.batch, self.spec.d_model, self.spec.num_labels or 0
+        tokens = B * length if s.head == "token_classification" else B
+        x = (B, length, d) if s.head == "token_classification" else (B, d)
+        self.add("head", "classifier", [x], (*x[:-1], labels),
+                 self.owned("classifier", "classifier_bias"),
+                 _linear_flops(tokens, d, labels, bool(s.classifier_bias)))
 
 
 # --- entry point --------------------------------------------------------------------------------

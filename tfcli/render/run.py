@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 
 from tfcli.analysis.run import RunResult, SentenceEmbedding
+from tfcli.analysis.run_scores import HeadScores
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_flops
@@ -112,6 +113,36 @@ def _similarity_table(similarity: list[list[float]]) -> FitTable:
     return table
 
 
+MAX_LABELS_SHOWN = 8  # label scores shown per sequence; --format json has them all
+
+
+def _label_scores(scores: list[float]) -> str:
+    shown = [f"{v:.4g}" for v in scores[:MAX_LABELS_SHOWN]]
+    more = len(scores) - MAX_LABELS_SHOWN
+    return "[" + ", ".join(shown + ([f"… {more} more"] if more > 0 else [])) + "]"
+
+
+def _scores_table(scores: HeadScores) -> FitTable:
+    """A classification head's output: each sequence's label scores and best label, or (per
+    token) each real position's best label."""
+    per_token = scores.head == "token_classification"
+    table = FitTable(title=f"{scores.head.replace('_', ' ')} logits ({scores.num_labels} labels)")
+    table.add_column("seq", justify="right", number=True)
+    table.add_column("best label per position" if per_token else "best label")
+    if not per_token:
+        table.add_column("scores")
+    shown, more = _shown_sequences(len(scores.predicted))
+    for b in shown:
+        best = scores.predicted[b]
+        if per_token:
+            table.add_row(str(b), _norm_list([float(x) for x in best]))  # type: ignore[union-attr]
+        else:
+            table.add_row(str(b), str(best), _label_scores(scores.scores[b]))  # type: ignore[arg-type]
+    if more:
+        table.add_row("", more, *([] if per_token else [""]))
+    return table
+
+
 def render_run(result: RunResult) -> RenderableType:
     parts: list[RenderableType] = [_summary(result)]
     if result.encoder_norms is not None:
@@ -121,6 +152,8 @@ def render_run(result: RunResult) -> RenderableType:
                               result.hidden_norms))
     if result.top_next:
         parts.append(_top_table(result))
+    if result.scores is not None:
+        parts.append(_scores_table(result.scores))
     if result.embedding is not None:
         parts.append(_embedding_table(result.embedding))
         if result.embedding.similarity is not None:
