@@ -180,3 +180,11 @@ def test_what_the_v2_router_does_not_read_is_not_read() -> None:
     assert (spec.router_scoring, spec.norm_topk_prob) == ("softmax", False)
     assert spec.moe_layer_count(27) == 26  # every block past the first, whatever the frequency
     assert "scoring_func 'sigmoid' ignored" in spec.description
+
+
+def test_v3_flags_typed_bool_or_none_read_null_as_false() -> None:
+    """DeepseekV3Config types rope_interleave and norm_topk_prob `bool | None`; the modeling
+    code's `if` reads null as false: rotate_half RoPE, no renormalisation."""
+    spec = spec_from_config(DEEPSEEK_V3 | {"rope_interleave": None, "norm_topk_prob": None},
+                            source="x")
+    assert (spec.rope_pairing, spec.norm_topk_prob) == ("half", False)

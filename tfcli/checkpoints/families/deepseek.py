@@ -69,6 +69,12 @@ def _attention(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     return fields, notes
 
 
+def _flag_or_none(c: ConfigFields, key: str) -> bool:
+    """A flag DeepseekV3Config types `bool | None`: null is false, as the modeling code's
+    `if config.key:` reads it."""
+    return c.values.get(key) is not None and c.flag(key)
+
+
 def _n_experts(c: ConfigFields) -> tuple[str, int]:
     """The routed experts' key and count: n_routed_experts, or the alias the config class maps
     onto it (num_experts in V2, num_local_experts in V3) when the config gives that instead."""
@@ -160,11 +166,10 @@ def read_deepseek_v3(c: ConfigFields, arch: Architecture) -> tuple[Config, list[
     transformers builds none: noted, and the loader ignores their tensors."""
     fields, notes = _attention(c, arch)
     fields["ffn_bias"] = False  # DeepseekV3MLP has no biases (it never reads mlp_bias)
-    fields["rope_pairing"] = "interleaved" if c.flag("rope_interleave") else "half"
+    fields["rope_pairing"] = "interleaved" if _flag_or_none(c, "rope_interleave") else "half"
     moe, n_experts = _moe_fields(c, fields["n_layers"])
     if moe:
-        norm = c.values.get("norm_topk_prob")  # None: no renormalisation, as transformers
-        moe |= {"norm_topk_prob": norm is not None and c.flag("norm_topk_prob"),
+        moe |= {"norm_topk_prob": _flag_or_none(c, "norm_topk_prob"),
                 "router_scoring": "sigmoid", "router_bias": True}
         moe |= _groups(c, n_experts, moe["experts_per_token"], "top2_sum")
     key = "num_mtp_layers" if c.has("num_mtp_layers") else "num_nextn_predict_layers"
