@@ -92,6 +92,10 @@ class Spec(BaseModel):
         "(rotate_half: Llama, GPT-NeoX); interleaved = 2i with 2i + 1 (GPT-J). Needs rope.")
     relative_buckets: int = Field(32, gt=0, description="T5 relative-position buckets.")
     relative_max_distance: int = Field(128, gt=0, description="T5 relative max distance.")
+    relative_bias_per_layer: bool = Field(
+        False, description="Every block's self-attention has a relative-position table of its "
+        "own, (relative_buckets, n_heads) per block (UMT5); default one table per stack, shared "
+        "by its blocks (T5). Needs positions: relative.")
     bias: bool = Field(True, description="Biases on attention and FFN projections.")
     attention_bias: bool | None = Field(None, description="Overrides `bias` for attention.")
     attention_out_bias: bool | None = Field(
@@ -518,6 +522,9 @@ def _check_relative(spec: Spec) -> None:
     beyond the exact ones: else log(max_distance / max_exact) is 0 or negative and the bucket
     of a long offset is a division by zero or an index outside the table."""
     if spec.positions != "relative":
+        if spec.relative_bias_per_layer:
+            raise SpecConsistencyError("relative_bias_per_layer", f"needs positions: relative "
+                                       f"(got {spec.positions!r})")
         return
     if spec.relative_buckets < 4:
         raise SpecConsistencyError(

@@ -107,6 +107,8 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
                                                  encoder_only=True),
         "T5ForQuestionAnswering": QA,  # on the decoder's output
     },
+    "mt5": {"MT5ForConditionalGeneration": LM, "MT5Model": BARE},
+    "umt5": {"UMT5ForConditionalGeneration": LM, "UMT5Model": BARE},
 }
 
 # Classes refused with a reason, beyond "not listed".
