@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
-from tfcli.spec_head import HeadKind, resolve_head
+from tfcli.spec_head import HeadKind, PoolerActivation, resolve_head
 from tfcli.spec_latent import check_latent, latent_head_dim, latent_scale
 from tfcli.spec_moe import check_moe, check_moe_layout
 from tfcli.spec_rope import RopeScaling, check_rope_width
@@ -173,6 +173,10 @@ class Spec(BaseModel):
         None, ge=0, description="sequence_classification on a decoder: each row is read at "
         "its last token that is not this id, left or right padded (transformers); default: "
         "the last token the attention mask keeps.")
+    pooler_activation: PoolerActivation = Field(
+        "tanh", description="The pooler's activation: act(W h[first] + b). tanh = BERT's pooler "
+        "and RoBERTa's classification head (classifier.dense); gelu = ELECTRA's; relu = "
+        "DistilBERT's pre_classifier. Needs pooler.")
 
     # mixture of experts
     n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")

@@ -16,7 +16,7 @@ from tfcli.engine.attention import attention, cross_attention
 from tfcli.engine.blas import blas_threads
 from tfcli.engine.cache import KVCache, LayerCache
 from tfcli.engine.ffn import ffn
-from tfcli.engine.heads import classifier_input, classify, mlm_transform
+from tfcli.engine.heads import classifier_input, classify, mlm_transform, pooler_activation
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput, probe_for
 from tfcli.engine.latent_attention import latent_attention
 from tfcli.engine.ops import Observer, apply_norm, softcap_
@@ -261,7 +261,8 @@ def _heads(spec: Spec, weights: Weights, hidden: Array, probe: Probe,
         if spec.final_logit_softcap is not None:  # applied in output_logits
             probe("softcap", logits.shape)
     if spec.pooler:
-        pooled = np.tanh(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
+        act = pooler_activation(spec)  # tanh (BERT), relu (DistilBERT), gelu (ELECTRA)
+        pooled = act(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
         probe("pooler", pooled.shape)
     if spec.num_labels is not None:  # a classification head
         scores = classify(weights, classifier_input(spec, hidden, pooled, tokens, mask), probe)
