@@ -37,13 +37,15 @@ FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "ll
                  "llama-2-70b": "llama", "llama-3-8b": "llama", "llama-3.1-8b": "llama",
                  "llama-3.2-1b": "llama", "mistral-7b": "mistral",
                  "mixtral-8x7b": "mixtral", "t5-small": "t5",
-                 "mt5-small": "mt5", "umt5-small": "umt5",
                  "pythia-1.4b": "gpt_neox", "gpt-j-6b": "gptj", "phi-2": "phi",
                  "stablelm-2-1.6b": "stablelm",
                  "gemma-2b": "gemma", "gemma-2-9b": "gemma2", "gemma-3-1b": "gemma3_text",
                  "qwen2.5-7b": "qwen2", "qwen3-8b": "qwen3", "olmo-2-7b": "olmo2",
                  "qwen1.5-moe-a2.7b": "qwen2_moe", "qwen3-30b-a3b": "qwen3_moe",
                  "falcon-7b": "falcon", "phi-3-mini": "phi3",
+                 "roberta-base": "roberta", "xlm-roberta-large": "xlm-roberta",
+                 "distilbert-base-uncased": "distilbert",
+                 "electra-small-discriminator": "electra", "albert-base-v2": "albert",
                  "deepseek-v2-lite": "deepseek_v2", "deepseek-v3": "deepseek_v3"}
 
 
@@ -150,7 +152,8 @@ def test_each_component_names_its_own_field(name: str, spec: Spec) -> None:
         field = FIELDS.get(suffix, c.name.split(".")[-1])  # scale, bias of a norm: the same word
         if c.name.startswith("embed.") and c.group == "embedding":
             field = {"token": "token_embedding", "position": "position_embedding",
-                     "token_type": "token_type_embedding"}[c.name.split(".")[1]]
+                     "token_type": "token_type_embedding", "project.weight": "embedding_project",
+                     "project.bias": "embedding_project_bias"}[c.name.split(".", 1)[1]]
         if c.tied:
             field = "token_embedding"
         assert c.path.split(".")[-1] == field, (c.name, c.path)

@@ -9,7 +9,7 @@ tests/test_layering.py keeps it so): all of them count with it.
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, replace
 from math import prod
 
 from tfcli.dtypes import DTYPE_BYTES
@@ -21,6 +21,7 @@ EMBEDDING, ATTENTION, FFN, NORM, POSITION, HEAD, POOLER = (
 )
 TIED_NOTE = "tied — shared with token embedding"
 ROUTER_BIAS_NOTE = "buffer, not a parameter: chooses experts only"
+SHARED_NOTE = "shared by all {:,} blocks (shared_layers): counted once"
 # In a component's path, `*` stands for every index of the list before it: `decoder.blocks.*`
 # is every decoder block, `ffn.experts.*` every expert of a block.
 EVERY = "*"
@@ -176,16 +177,26 @@ def block_indices(spec: Spec, path: str) -> range | list[int]:
 
 
 def _stack(spec: Spec, stack: str, n_layers: int, cross: bool) -> list[Component]:
-    block, path = f"{stack}.block", f"{stack}.blocks.{EVERY}"
+    if spec.shared_layers:  # one block's arrays, every block runs them: counted once
+        shared = _blocks(spec, stack, 1, cross, f"{stack}.blocks.0")
+        return [replace(c, note=SHARED_NOTE.format(n_layers)) for c in shared] + \
+            _stack_final_norm(spec, stack)
+    return _blocks(spec, stack, n_layers, cross, f"{stack}.blocks.{EVERY}") + \
+        _stack_final_norm(spec, stack)
+
+
+def _stack_final_norm(spec: Spec, stack: str) -> list[Component]:
+    return _norm(spec, f"{stack}.final_norm", f"{stack}.final_norm") if spec.final_norm else []
+
+
+def _blocks(spec: Spec, stack: str, n_layers: int, cross: bool, path: str) -> list[Component]:
+    """The arrays of n_layers blocks at `path` (`encoder.blocks.*`, or one shared block's)."""
+    block = f"{stack}.block"
     out: list[Component] = []
     if spec.positions == "relative":
         rel = (spec.relative_buckets, spec.n_heads)
-        if spec.relative_bias_per_layer:  # UMT5: each block's self-attention has its own table
-            out.append(Component(f"{block}.relative_bias", POSITION, rel, n_layers,
-                                 path=f"{path}.relative_bias"))
-        else:
-            out.append(Component(f"{stack}.relative_bias", POSITION, rel,
-                                 note="shared by all blocks", path=f"{stack}.relative_bias"))
+        out.append(Component(f"{stack}.relative_bias", POSITION, rel, note="shared by all blocks",
+                             path=f"{stack}.relative_bias"))
     inputs_normed = spec.norm_placement != "sublayer_post"  # it norms sublayer outputs only
     if inputs_normed:
         out += _norm(spec, f"{block}.attn_norm", f"{path}.attn_norm", repeat=n_layers)
@@ -201,22 +212,27 @@ def _stack(spec: Spec, stack: str, n_layers: int, cross: bool) -> list[Component
     out += _ffn(spec, block, path, n_layers)
     if spec.post_sublayer_norms:
         out += _norm(spec, f"{block}.ffn_post_norm", f"{path}.ffn_post_norm", repeat=n_layers)
-    if spec.final_norm:
-        out += _norm(spec, f"{stack}.final_norm", f"{stack}.final_norm")
     return out
 
 
 def _embeddings(spec: Spec) -> list[Component]:
-    d = spec.d_model
-    out = [Component("embed.token", EMBEDDING, (spec.vocab_size, d), path="token_embedding")]
+    """The tables (embedding_width wide; position_rows learned positions), their norm, and the
+    projection of factorised embeddings to d_model (embedding_dim)."""
+    e = spec.embedding_width
+    out = [Component("embed.token", EMBEDDING, (spec.vocab_size, e), path="token_embedding")]
     if spec.positions == "learned":
-        out.append(Component("embed.position", EMBEDDING, (spec.max_seq_len, d),
+        out.append(Component("embed.position", EMBEDDING, (spec.position_rows, e),
                              path="position_embedding"))
     if spec.type_vocab_size:
-        out.append(Component("embed.token_type", EMBEDDING, (spec.type_vocab_size, d),
+        out.append(Component("embed.token_type", EMBEDDING, (spec.type_vocab_size, e),
                              path="token_type_embedding"))
     if spec.embedding_norm:
-        out += _norm(spec, "embed.norm", "embedding_norm")
+        out += _norm(spec, "embed.norm", "embedding_norm", width=e)
+    if spec.embedding_dim is not None:
+        out += [Component("embed.project.weight", EMBEDDING, (e, spec.d_model),
+                          path="embedding_project"),
+                Component("embed.project.bias", EMBEDDING, (spec.d_model,),
+                          path="embedding_project_bias")]
     return out
 
 

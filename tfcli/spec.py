@@ -12,7 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
-from tfcli.spec_head import HeadKind, PoolerActivation, resolve_head
+from tfcli.spec_head import HeadKind, resolve_head
+from tfcli.spec_encoder import check_encoder_fields
 from tfcli.spec_latent import check_latent, latent_head_dim, latent_scale
 from tfcli.spec_moe import check_moe, check_moe_layout
 from tfcli.spec_rope import RopeScaling, check_rope_width
@@ -51,7 +52,8 @@ class Spec(BaseModel):
 
     # sizes
     vocab_size: int = Field(gt=0, description="Token vocabulary size.")
-    max_seq_len: int = Field(gt=0, description="Longest sequence (learned position table size).")
+    max_seq_len: int = Field(gt=0, description="Longest sequence (learned positions: a "
+                             "table of max_seq_len + position_offset rows).")
     d_model: int = Field(gt=0, description="Residual stream width.")
     n_heads: int = Field(gt=0, description="Query heads.")
     d_ff: int = Field(gt=0, description="FFN hidden width (per expert for MoE).")
@@ -92,10 +94,6 @@ class Spec(BaseModel):
         "(rotate_half: Llama, GPT-NeoX); interleaved = 2i with 2i + 1 (GPT-J). Needs rope.")
     relative_buckets: int = Field(32, gt=0, description="T5 relative-position buckets.")
     relative_max_distance: int = Field(128, gt=0, description="T5 relative max distance.")
-    relative_bias_per_layer: bool = Field(
-        False, description="Every block's self-attention has a relative-position table of its "
-        "own, (relative_buckets, n_heads) per block (UMT5); default one table per stack, shared "
-        "by its blocks (T5). Needs positions: relative.")
     bias: bool = Field(True, description="Biases on attention and FFN projections.")
     attention_bias: bool | None = Field(None, description="Overrides `bias` for attention.")
     attention_out_bias: bool | None = Field(
@@ -138,6 +136,21 @@ class Spec(BaseModel):
         False, description="Scale hidden by d_model^-0.5 before a tied head (T5)."
     )
     embedding_norm: bool = Field(False, description="Norm after the embedding sum (BERT).")
+    embedding_dim: int | None = Field(
+        None, gt=0, description="Factorised embeddings (ALBERT embedding_size, ELECTRA-small): "
+        "the token, position and token-type tables and the embedding norm have this width, and "
+        "a (embedding_dim, d_model) projection with a bias maps their sum to d_model - even "
+        "when the two are equal (ALBERT always has it). Default: d_model, no projection. "
+        "Family encoder, without a vocabulary head.")
+    position_offset: int = Field(
+        0, ge=0, description="Added to every position before the learned table is read "
+        "(RoBERTa, XLM-R: padding_idx + 1 = 2): the table has max_seq_len + position_offset "
+        "rows, the first position_offset unused by real tokens; max_seq_len stays the longest "
+        "sequence. Needs positions: learned.")
+    shared_layers: bool = Field(
+        False, description="One set of block weights that every block of the stack runs "
+        "(ALBERT, num_hidden_groups 1): counted once, run n_layers times; the trace shows every "
+        "block, block 0 owning the arrays. Family encoder.")
     scale_embeddings: bool = Field(
         False, description="Token embeddings times sqrt(d_model), rounded to the engine's "
         "dtype first (Gemma); the tied head still reads the unscaled table.")
@@ -173,10 +186,6 @@ class Spec(BaseModel):
         None, ge=0, description="sequence_classification on a decoder: each row is read at "
         "its last token that is not this id, left or right padded (transformers); default: "
         "the last token the attention mask keeps.")
-    pooler_activation: PoolerActivation = Field(
-        "tanh", description="The pooler's activation: act(W h[first] + b). tanh = BERT's pooler "
-        "and RoBERTa's classification head (classifier.dense); gelu = ELECTRA's; relu = "
-        "DistilBERT's pre_classifier. Needs pooler.")
 
     # mixture of experts
     n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")
@@ -260,6 +269,7 @@ class Spec(BaseModel):
         _check_heads(self)
         check_moe(self)
         check_moe_layout(self)
+        check_encoder_fields(self)
         _check_family_fields(self)
         _check_relative(self)
         _check_gemma(self)
@@ -356,6 +366,16 @@ class Spec(BaseModel):
         step = self.moe_layer_step
         dense = {i for i in self.dense_layers or () if i < layers and (i + 1) % step == 0}
         return layers // step - len(dense)
+
+    @property
+    def embedding_width(self) -> int:
+        """Width of the embedding tables and their norm: embedding_dim, else d_model."""
+        return self.embedding_dim or self.d_model
+
+    @property
+    def position_rows(self) -> int:
+        """Rows of the learned position table: max_seq_len + position_offset."""
+        return self.max_seq_len + self.position_offset
 
     @property
     def gated(self) -> bool:
@@ -526,9 +546,6 @@ def _check_relative(spec: Spec) -> None:
     beyond the exact ones: else log(max_distance / max_exact) is 0 or negative and the bucket
     of a long offset is a division by zero or an index outside the table."""
     if spec.positions != "relative":
-        if spec.relative_bias_per_layer:
-            raise SpecConsistencyError("relative_bias_per_layer", f"needs positions: relative "
-                                       f"(got {spec.positions!r})")
         return
     if spec.relative_buckets < 4:
         raise SpecConsistencyError(

@@ -46,6 +46,10 @@ VARIANTS: dict[str, dict[str, object]] = {
     "relative_decoder": {"positions": "relative", "norm": "rmsnorm", "activation": "silu"},
     "bert": {"family": "encoder", "norm_placement": "post", "embedding_norm": True,
              "type_vocab_size": 2, "pooler": True, "lm_head": False, "activation": "gelu"},
+    # ALBERT-like: factorised embeddings, one shared block run 3 times, RoBERTa's offset rows
+    "albert": {"family": "encoder", "norm_placement": "post", "embedding_norm": True,
+               "type_vocab_size": 2, "pooler": True, "lm_head": False, "activation": "gelu_tanh",
+               "embedding_dim": 16, "shared_layers": True, "n_layers": 3, "position_offset": 2},
     "t5": {"family": "encoder-decoder", "positions": "relative", "norm": "rmsnorm", "bias": False,
            "attention_scale": 1.0, "tied_head_rescale": True, "activation": "relu",
            "n_encoder_layers": 2, "n_decoder_layers": 3},

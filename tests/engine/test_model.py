@@ -209,15 +209,18 @@ def _expected_latent(spec, path, b, t):
 
 
 def _expected_embed(spec, b, t):
-    rows = [("embed", "token_embedding", (b, t, spec.d_model))]
+    e = spec.embedding_dim or spec.d_model  # factorised embeddings: e wide, then projected
+    rows = [("embed", "token_embedding", (b, t, e))]
     if spec.scale_embeddings:
-        rows.append(("embed", "embed_scale", (b, t, spec.d_model)))
+        rows.append(("embed", "embed_scale", (b, t, e)))
     if spec.positions in ("learned", "sinusoidal"):
-        rows.append(("embed", "position_embedding", (b, t, spec.d_model)))
+        rows.append(("embed", "position_embedding", (b, t, e)))
     if spec.type_vocab_size:
-        rows.append(("embed", "token_type_embedding", (b, t, spec.d_model)))
+        rows.append(("embed", "token_type_embedding", (b, t, e)))
     if spec.embedding_norm:
-        rows.append(("embed", "embedding_norm", (b, t, spec.d_model)))
+        rows.append(("embed", "embedding_norm", (b, t, e)))
+    if spec.embedding_dim is not None:
+        rows.append(("embed", "embedding_project", (b, t, spec.d_model)))
     return rows
 
 

@@ -26,16 +26,23 @@ from tfcli.engine.weights import FFNWeights, MoEWeights, count_parameters, iter_
 FORWARD_OPS = 5 * (BASE["d_model"] + BASE["d_ff"]) + BASE["d_model"]
 
 
-def _plain(obj: object, order: str = "C") -> object:
-    """A deep copy with every array a fresh one of its own in `order`: no fusion."""
+def _plain(obj: object, order: str = "C", memo: dict[int, object] | None = None) -> object:
+    """A deep copy with every array a fresh one of its own in `order`: no fusion. What was
+    shared stays shared (one block listed by every layer under shared_layers)."""
+    memo = {} if memo is None else memo
+    if id(obj) in memo:
+        return memo[id(obj)]
     if isinstance(obj, np.ndarray):
-        return np.array(obj, order=order, copy=True)
-    if isinstance(obj, list):
-        return [_plain(item, order) for item in obj]
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return dataclasses.replace(obj, **{f.name: _plain(getattr(obj, f.name), order)
-                                           for f in dataclasses.fields(obj)})
-    return obj
+        out: object = np.array(obj, order=order, copy=True)
+    elif isinstance(obj, list):
+        out = [_plain(item, order, memo) for item in obj]
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = dataclasses.replace(obj, **{f.name: _plain(getattr(obj, f.name), order, memo)
+                                          for f in dataclasses.fields(obj)})
+    else:
+        return obj
+    memo[id(obj)] = out
+    return out
 
 
 def test_fuse_columns_returns_views_of_one_array():

@@ -151,6 +151,8 @@ class _Tracer:
         """Parameters (per block of `blocks`) and Weights paths of the components at `prefixes`
         (a path, or the paths under it). A prefix in block i, `decoder.blocks.3.attn.wq`, finds
         the component of every block, `decoder.blocks.*.attn.wq`, and names it for block i."""
+        if self.spec.shared_layers:
+            return self._owned_shared(prefixes)
         total, paths = 0, []
         for prefix in prefixes:
             block = _WEIGHTS_BLOCK.search(prefix)
@@ -160,6 +162,17 @@ class _Tracer:
             paths += [p.replace(f".blocks.{EVERY}", f".blocks.{block.group(1)}", 1) for p in found] \
                 if block else found
         return Owned(total // blocks, tuple(paths))
+
+    def _owned_shared(self, prefixes: tuple[str, ...]) -> Owned:
+        """shared_layers: block 0's rows own the one block's arrays, later blocks' rows none
+        (they run the same arrays: FLOPs, no parameters)."""
+        total, paths = 0, []
+        for prefix in prefixes:
+            block = _WEIGHTS_BLOCK.search(prefix)
+            if block is None or block.group(1) == "0":
+                count, found = self._components_at(prefix)
+                total, paths = total + count, paths + found
+        return Owned(total, tuple(paths))
 
     def _components_at(self, prefix: str) -> tuple[int, list[str]]:
         """Parameters and paths of the components at `prefix`, looked up once per prefix."""
@@ -175,7 +188,7 @@ class _Tracer:
                                   weights=owned.paths))
 
     def embed(self, length: int, owns_tables: bool) -> None:
-        s, x = self.spec, (self.batch, length, self.spec.d_model)
+        s, x = self.spec, (self.batch, length, self.spec.embedding_width)
         def own(prefix: str) -> Owned:
             return self.owned(prefix) if owns_tables else NOTHING
         self.add("embed", "token_embedding", [x[:2]], x, own("token_embedding"))
@@ -190,6 +203,11 @@ class _Tracer:
                      add)
         if s.embedding_norm:
             self.add("embed", "embedding_norm", [x], x, own("embedding_norm"), norm)
+        if s.embedding_dim is not None:  # factorised: (B, T, e) @ (e, d) + b
+            out, flops = (*x[:2], s.d_model), _linear_flops(math.prod(x[:2]), x[2], s.d_model, True)
+            project = (self.owned("embedding_project", "embedding_project_bias")
+                       if owns_tables else NOTHING)
+            self.add("embed", "embedding_project", [x], out, project, flops)
 
     def stack(self, stack: str, length: int, memory_len: int | None) -> None:
         """Every block of `stack` (with cross-attention over memory_len source positions)."""
@@ -213,13 +231,9 @@ class _Tracer:
             self.add(f"{stack}.final_norm", "norm", [x], x, norm_params, NORM_FLOPS * math.prod(x))
 
     def block(self, stack: str, i: int, layers: int, length: int, memory_len: int | None) -> None:
-        """Block i of `stack` (of `layers`); block 0 owns the stack's T5 relative-bias table
-        (each block its own under relative_bias_per_layer)."""
+        """Block i of `stack` (of `layers`); block 0 owns the stack's T5 relative-bias table."""
         w = f"{stack}.blocks.{i}"
-        if self.spec.relative_bias_per_layer:  # UMT5: every block owns its own table
-            rel_bias = self.owned(f"{w}.relative_bias", blocks=layers)
-        else:
-            rel_bias = self.owned(f"{stack}.relative_bias") if i == 0 else NOTHING
+        rel_bias = self.owned(f"{stack}.relative_bias") if i == 0 else NOTHING
         self.attention(f"{stack}.{i}.attn", f"{w}.attn", f"{w}.attn_norm", layers,
                        length, length, rel_bias)
         if memory_len is not None:

@@ -197,31 +197,35 @@ class Initializer:
             b.attn.q_norm, b.attn.k_norm = self.norm(q_width), self.norm(k_width)
         if cross:
             b.cross_norm, b.cross_attn = self.norm(), self.attention(fused=False)
-        if s.relative_bias_per_layer:
-            b.relative_bias = self.normal(s.relative_buckets, s.n_heads)
         return b
 
     def stack(self, n_layers: int, cross: bool) -> StackWeights:
         s = self.spec
-        shared_table = s.positions == "relative" and not s.relative_bias_per_layer
-        rel = self.normal(s.relative_buckets, s.n_heads) if shared_table else None
-        blocks = [self.block(cross, i) for i in range(n_layers)]
+        rel = self.normal(s.relative_buckets, s.n_heads) if s.positions == "relative" else None
+        if s.shared_layers:  # one block's arrays, run by every block: no copies
+            blocks = [self.block(cross)] * n_layers
+        else:
+            blocks = [self.block(cross, i) for i in range(n_layers)]
         return StackWeights(blocks, self.norm() if s.final_norm else None, rel)
 
     def weights(self) -> Weights:
         """The whole tree of `spec`, drawn in a fixed order (the seed's values depend on it)."""
         s = self.spec
         # tied (or headless) embedding: Fortran-ordered when laid out, the head reads its transpose
-        token = (self.normal(s.vocab_size, s.d_model) if s.lm_head and not s.tie_embeddings
-                 else self._transposed(s.vocab_size, s.d_model))
-        position = self.normal(s.max_seq_len, s.d_model) if s.positions == "learned" else None
-        token_type = self.normal(s.type_vocab_size, s.d_model) if s.type_vocab_size else None
-        emb_norm = self.norm() if s.embedding_norm else None
+        e = s.embedding_width
+        token = (self.normal(s.vocab_size, e) if s.lm_head and not s.tie_embeddings
+                 else self._transposed(s.vocab_size, e))
+        position = self.normal(s.position_rows, e) if s.positions == "learned" else None
+        token_type = self.normal(s.type_vocab_size, e) if s.type_vocab_size else None
+        emb_norm = self.norm(e) if s.embedding_norm else None
+        project = self.normal(e, s.d_model) if s.embedding_dim is not None else None
         encoder = self.stack(s.encoder_layers, cross=False) if s.has_encoder else None
         decoder = (self.stack(s.decoder_layers, cross=s.family == "encoder-decoder")
                    if s.has_decoder else None)
         head = self.normal(s.d_model, s.vocab_size) if s.lm_head and not s.tie_embeddings else None
         weights = Weights(token, position, token_type, emb_norm, encoder, decoder, head)
+        if project is not None:
+            weights.embedding_project, weights.embedding_project_bias = project, self.zeros(s.d_model)
         if s.pooler:
             weights.pooler_w, weights.pooler_b = self.normal(s.d_model, s.d_model), self.zeros(s.d_model)
         if s.lm_head_bias:

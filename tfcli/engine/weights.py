@@ -84,27 +84,27 @@ class BlockWeights:
     # norms on each sublayer's output, inside the residual (norm_placement sublayer_post, sandwich)
     attn_post_norm: NormWeights | None = None
     ffn_post_norm: NormWeights | None = None
-    # (relative_buckets, n_heads): this block's own relative-position table (UMT5,
-    # spec.relative_bias_per_layer); None: the stack's shared one (T5) or none
-    relative_bias: Array | None = None
 
 
 @dataclass
 class StackWeights:
-    blocks: list[BlockWeights]
+    blocks: list[BlockWeights]  # under spec.shared_layers, one BlockWeights listed n_layers times
     final_norm: NormWeights | None
     relative_bias: Array | None = None  # (relative_buckets, n_heads), shared by the stack's blocks
 
 
 @dataclass
 class Weights:
-    token_embedding: Array  # (vocab_size, d_model)
-    position_embedding: Array | None  # (max_seq_len, d_model), learned positions only
-    token_type_embedding: Array | None  # (type_vocab_size, d_model)
+    token_embedding: Array  # (vocab_size, embedding_width): d_model unless embedding_dim
+    position_embedding: Array | None  # (max_seq_len + position_offset, ..), learned positions
+    token_type_embedding: Array | None  # (type_vocab_size, embedding_width)
     embedding_norm: NormWeights | None
     encoder: StackWeights | None
     decoder: StackWeights | None
     lm_head: Array | None  # (d_model, vocab_size); None when tied or headless
+    # factorised embeddings (spec.embedding_dim): the tables are embedding_dim wide, then this
+    embedding_project: Array | None = None  # (embedding_dim, d_model)
+    embedding_project_bias: Array | None = None  # (d_model,)
     pooler_w: Array | None = None  # (d_model, d_model)
     pooler_b: Array | None = None  # (d_model,)
     lm_head_bias: Array | None = None  # (vocab_size,), spec.lm_head_bias only

@@ -15,6 +15,7 @@ from tfcli.checkpoints.families import bert, falcon, gpt2, llama, olmo2, phi3, t
 from tfcli.checkpoints.families import gpt_neox, gptj, phi, stablelm
 from tfcli.checkpoints.families import gemma
 from tfcli.checkpoints.families import qwen_moe
+from tfcli.checkpoints.families import albert, distilbert, electra, roberta
 from tfcli.checkpoints.families import deepseek
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
@@ -42,8 +43,6 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v3": Family(deepseek.DEEPSEEK_V3_DEFAULTS, deepseek.read_deepseek_v3,
                           deepseek.V3_TABLE),
     "t5": Family(t5.DEFAULTS, t5.read, t5.TABLE),
-    "mt5": Family(t5.MT5_DEFAULTS, t5.read_mt5, t5.TABLE),
-    "umt5": Family(t5.UMT5_DEFAULTS, t5.read_umt5, t5.UMT5_TABLE),
     "gpt_neox": Family(gpt_neox.DEFAULTS, gpt_neox.read, gpt_neox.TABLE),
     "gptj": Family(gptj.DEFAULTS, gptj.read, gptj.TABLE),
     "phi": Family(phi.DEFAULTS, phi.read, phi.TABLE),
@@ -54,6 +53,11 @@ FAMILIES: dict[str, Family] = {
     "gemma2": Family(gemma.GEMMA2_DEFAULTS, gemma.read_gemma2, gemma.GEMMA2_TABLE),
     "gemma3_text": Family(gemma.GEMMA3_DEFAULTS, gemma.read_gemma3, gemma.GEMMA2_TABLE),
     "falcon": Family(falcon.DEFAULTS, falcon.read, falcon.TABLE),
+    "roberta": Family(roberta.ROBERTA_DEFAULTS, roberta.read, roberta.TABLE),
+    "xlm-roberta": Family(roberta.XLM_ROBERTA_DEFAULTS, roberta.read, roberta.TABLE),
+    "distilbert": Family(distilbert.DEFAULTS, distilbert.read, distilbert.TABLE),
+    "electra": Family(electra.DEFAULTS, electra.read, electra.TABLE),
+    "albert": Family(albert.DEFAULTS, albert.read, albert.TABLE),
 }
 # every family's table with the classifier of the classification heads (names.with_classifier)
 TABLES: dict[str, Table] = {kind: with_classifier(family.table) for kind, family in FAMILIES.items()}

@@ -1,0 +1,55 @@
+"""Published config.json files of the encoder families (issue 16), written out as dicts for the
+totals tests and the bundled specs' sources (the huggingface.co URL of each is its comment)."""
+
+from __future__ import annotations
+
+# https://huggingface.co/distilbert/distilbert-base-uncased/blob/main/config.json
+DISTILBERT_BASE_UNCASED = {
+    "activation": "gelu", "architectures": ["DistilBertForMaskedLM"], "attention_dropout": 0.1,
+    "dim": 768, "dropout": 0.1, "hidden_dim": 3072, "initializer_range": 0.02,
+    "max_position_embeddings": 512, "model_type": "distilbert", "n_heads": 12, "n_layers": 6,
+    "pad_token_id": 0, "qa_dropout": 0.1, "seq_classif_dropout": 0.2,
+    "sinusoidal_pos_embds": False, "tie_weights_": True, "vocab_size": 30522}
+# https://huggingface.co/FacebookAI/roberta-base/blob/main/config.json
+ROBERTA_BASE = {
+    "architectures": ["RobertaForMaskedLM"], "attention_probs_dropout_prob": 0.1,
+    "bos_token_id": 0, "eos_token_id": 2, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072,
+    "layer_norm_eps": 1e-05, "max_position_embeddings": 514, "model_type": "roberta",
+    "num_attention_heads": 12, "num_hidden_layers": 12, "pad_token_id": 1,
+    "type_vocab_size": 1, "vocab_size": 50265}
+# https://huggingface.co/FacebookAI/xlm-roberta-large/blob/main/config.json
+XLM_ROBERTA_LARGE = {
+    "architectures": ["XLMRobertaForMaskedLM"], "attention_probs_dropout_prob": 0.1,
+    "bos_token_id": 0, "eos_token_id": 2, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 4096,
+    "layer_norm_eps": 1e-05, "max_position_embeddings": 514, "model_type": "xlm-roberta",
+    "num_attention_heads": 16, "num_hidden_layers": 24, "output_past": True,
+    "pad_token_id": 1, "position_embedding_type": "absolute", "type_vocab_size": 1,
+    "vocab_size": 250002}
+# https://huggingface.co/google/electra-base-discriminator/blob/main/config.json
+ELECTRA_BASE_DISCRIMINATOR = {
+    "architectures": ["ElectraForPreTraining"], "attention_probs_dropout_prob": 0.1,
+    "embedding_size": 768, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072,
+    "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "electra",
+    "num_attention_heads": 12, "num_hidden_layers": 12, "type_vocab_size": 2,
+    "vocab_size": 30522}
+# https://huggingface.co/google/electra-small-discriminator/blob/main/config.json
+ELECTRA_SMALL_DISCRIMINATOR = {
+    "architectures": ["ElectraForPreTraining"], "attention_probs_dropout_prob": 0.1,
+    "embedding_size": 128, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+    "hidden_size": 256, "initializer_range": 0.02, "intermediate_size": 1024,
+    "layer_norm_eps": 1e-12, "max_position_embeddings": 512, "model_type": "electra",
+    "num_attention_heads": 4, "num_hidden_layers": 12, "type_vocab_size": 2,
+    "vocab_size": 30522}
+# https://huggingface.co/albert/albert-base-v2/blob/main/config.json
+ALBERT_BASE_V2 = {
+    "architectures": ["AlbertForMaskedLM"], "attention_probs_dropout_prob": 0,
+    "bos_token_id": 2, "classifier_dropout_prob": 0.1, "down_scale_factor": 1,
+    "embedding_size": 128, "eos_token_id": 3, "gap_size": 0, "hidden_act": "gelu_new",
+    "hidden_dropout_prob": 0, "hidden_size": 768, "initializer_range": 0.02,
+    "inner_group_num": 1, "intermediate_size": 3072, "layer_norm_eps": 1e-12,
+    "max_position_embeddings": 512, "model_type": "albert", "net_structure_type": 0,
+    "num_attention_heads": 12, "num_hidden_groups": 1, "num_hidden_layers": 12,
+    "num_memory_blocks": 0, "pad_token_id": 0, "type_vocab_size": 2, "vocab_size": 30000}

@@ -1,0 +1,33 @@
+"""The checks of a Spec's encoder-body fields: factorised embeddings (embedding_dim), offset
+learned positions (position_offset) and one block shared by a whole stack (shared_layers).
+
+Each field changes nothing at its default; set, it must mean something for the spec, else one
+SpecConsistencyError names it. Kept apart from tfcli/spec.py, which calls check_encoder_fields
+from its validator (after the head is resolved: lm_head is then known).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tfcli.errors import SpecConsistencyError
+
+if TYPE_CHECKING:
+    from tfcli.spec import Spec
+
+
+def check_encoder_fields(spec: Spec) -> None:
+    if spec.position_offset and spec.positions != "learned":
+        raise SpecConsistencyError("position_offset", f"needs positions: learned (got "
+                                   f"{spec.positions!r}): it offsets rows of the learned table")
+    if spec.embedding_dim is not None:
+        if spec.family != "encoder":
+            raise SpecConsistencyError("embedding_dim", f"only applies to family 'encoder' "
+                                       f"(got {spec.family!r})")
+        if spec.lm_head:  # a tied head would read embedding_dim-wide rows against d_model
+            raise SpecConsistencyError("embedding_dim", "does not apply with lm_head (a "
+                                       "vocabulary head): vocabulary logits of factorised "
+                                       "embeddings are not built")
+    if spec.shared_layers and spec.family != "encoder":
+        raise SpecConsistencyError("shared_layers", f"only applies to family 'encoder' (got "
+                                   f"{spec.family!r})")
