@@ -16,6 +16,7 @@ import transformers
 from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_config, write_model
 from tfcli.params import components, total_parameters
 from tfcli.checkpoints import load_weights, spec_from_config, spec_from_config_dir
+from tfcli.checkpoints.export import spec_to_yaml
 from tfcli.checkpoints.heads import ARCHITECTURES, REFUSED
 from tfcli.engine.weights import count_parameters
 from tfcli.errors import BadInputError, SpecError
@@ -86,6 +87,29 @@ TINY = {
         num_experts_per_tok=2, n_shared_experts=1, n_group=2, topk_group=1, kv_lora_rank=8,
         q_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4,
         first_k_dense_replace=1, num_labels=3),
+    # the encoder families of issue 16 (their configs, when their families are registered)
+    "mt5": transformers.MT5Config(d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
+                                  num_decoder_layers=3, vocab_size=50),
+    "umt5": transformers.UMT5Config(d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
+                                    num_decoder_layers=3, vocab_size=50),
+    "roberta": transformers.RobertaConfig(hidden_size=16, intermediate_size=32,
+                                          num_attention_heads=2, num_hidden_layers=2,
+                                          vocab_size=50, max_position_embeddings=34),
+    "xlm-roberta": transformers.XLMRobertaConfig(hidden_size=16, intermediate_size=32,
+                                                 num_attention_heads=2, num_hidden_layers=2,
+                                                 vocab_size=50, max_position_embeddings=34),
+    "distilbert": transformers.DistilBertConfig(dim=16, hidden_dim=32, n_heads=2, n_layers=2,
+                                                vocab_size=50, max_position_embeddings=32),
+    "electra": transformers.ElectraConfig(embedding_size=8, hidden_size=16, intermediate_size=32,
+                                          num_attention_heads=2, num_hidden_layers=2,
+                                          vocab_size=50, max_position_embeddings=32),
+    "albert": transformers.AlbertConfig(embedding_size=8, hidden_size=16, intermediate_size=32,
+                                        num_attention_heads=2, num_hidden_layers=2,
+                                        vocab_size=50, max_position_embeddings=32),
+    "bart": transformers.BartConfig(d_model=16, encoder_layers=2, decoder_layers=2,
+                                    encoder_attention_heads=2, decoder_attention_heads=2,
+                                    encoder_ffn_dim=32, decoder_ffn_dim=32, vocab_size=50,
+                                    max_position_embeddings=32),
     "t5": transformers.T5Config(d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
                                 num_decoder_layers=3, vocab_size=50),
 }
@@ -115,6 +139,14 @@ def test_each_class_counts_what_transformers_builds(kind: str, name: str) -> Non
     ours = sum(c.count for c in components(spec) if c.group in ("head", "pooler")
                and not c.name.startswith("pooler"))
     assert ours == head  # the head is its own components, none hidden in the body
+
+
+@pytest.mark.parametrize(("kind", "name"), CLASSES)
+def test_import_config_yaml_of_each_class_counts_the_class(kind: str, name: str) -> None:
+    """Acceptance 3: the spec import-config writes counts what the named class counts."""
+    spec = spec_from_config(_config(kind, name), "x")
+    again = parse_spec_text(spec_to_yaml(spec))
+    assert again == spec and total_parameters(again) == _hf_count(kind, name)[0]
 
 
 @pytest.mark.parametrize(("name", "head", "labels"), [
