@@ -12,7 +12,7 @@ import pytest
 from tfcli.analysis import trace
 from tfcli.analysis.params_report import build_params_report
 from tfcli.analysis.trace import NORM_FLOPS, SOFTMAX_FLOPS, build_trace
-from tfcli.analysis.trace_check import execute_check
+from tfcli.analysis.trace_check import execute_bytes, execute_check, layers_that_fit
 from tfcli.analysis.trace_rows import expand_rows
 from tfcli.errors import BadInputError
 from tfcli.params import total_parameters
@@ -174,3 +174,16 @@ def test_deepseek_v3_flops_per_token_are_twice_its_active_matmul_parameters() ->
     flops = build_trace(spec, seq_len=1).total_flops
     active = build_params_report(spec).active - spec.vocab_size * spec.d_model  # 37.55 B - table
     assert 0 < flops - 2 * active < 1e-3 * flops
+
+
+def test_execute_truncated_runs_through_the_first_moe_block() -> None:
+    """Cut to fit, DeepSeek-V3 (narrowed as in test_trace.py) runs blocks 0-3, its three dense
+    blocks and the first MoE one, not just the first two dense ones."""
+    spec = load_spec("deepseek-v3").replace(vocab_size=512, d_ff=256, d_model=256, expert_d_ff=32,
+                                            kv_lora_rank=32, q_lora_rank=64)
+    report = build_trace(spec, seq_len=3)
+    budget = execute_bytes(spec.with_layers(4), report)
+    assert layers_that_fit(spec, report, budget) == 4
+    assert layers_that_fit(spec, report, budget - 1) == 2
+    check = execute_check(spec, report, budget_bytes=budget)
+    assert (check.layers, check.ok) == (4, True)

@@ -3,7 +3,8 @@ analytic trace, op by op, in order.
 
 The engine is imported inside execute_check only, so `tfcli trace` without --execute never loads
 it. A spec too large for memory is truncated to fewer blocks per stack first (every block has
-the same ops, so one or two blocks check every distinct shape).
+the same ops, so one or two blocks check every distinct shape; a stack whose first MoE block
+comes later, DeepSeek's dense first blocks, runs through that block).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tfcli.analysis.trace import TraceReport, build_trace
+from tfcli.analysis.trace import MAX_LISTED_BLOCKS, TraceReport, build_trace
 from tfcli.analysis.trace_rows import Shape, TraceRow, expand_rows
 from tfcli.errors import BadInputError
 from tfcli.params import total_parameters
@@ -108,12 +109,22 @@ def execute_bytes(spec: Spec, report: TraceReport) -> int:
 
 
 def layers_that_fit(spec: Spec, report: TraceReport, budget_bytes: int) -> int:
-    """Blocks per stack to run: all if they fit in `budget_bytes`, else 2 or 1; 0 if none fit."""
+    """Blocks per stack to run: all if they fit in `budget_bytes`, else enough to reach a block
+    of each FFN kind (at least 2), else 2 or 1; 0 if none fit."""
     full = _blocks(spec)
-    for layers in (full, 2, 1):
+    for layers in sorted({full, max(2, _blocks_to_each_kind(spec)), 2, 1}, reverse=True):
         if layers <= full and execute_bytes(_truncated(spec, layers), report) <= budget_bytes:
             return layers
     return 0
+
+
+def _blocks_to_each_kind(spec: Spec) -> int:
+    """The first blocks that hold a dense and an MoE block, when the stack has both (DeepSeek-V3,
+    dense_layers [0, 1, 2]: 4); 1 otherwise. Looks no further than MAX_LISTED_BLOCKS."""
+    layers = min(spec.decoder_layers, MAX_LISTED_BLOCKS)
+    kinds = [spec.moe_layer(i) for i in range(layers)]
+    other = next((i for i, moe in enumerate(kinds) if moe != kinds[0]), None) if kinds else None
+    return 1 if other is None else other + 1
 
 
 def _truncated(spec: Spec, layers: int) -> Spec:
