@@ -195,8 +195,12 @@ def _blocks(spec: Spec, stack: str, n_layers: int, cross: bool, path: str) -> li
     out: list[Component] = []
     if spec.positions == "relative":
         rel = (spec.relative_buckets, spec.n_heads)
-        out.append(Component(f"{stack}.relative_bias", POSITION, rel, note="shared by all blocks",
-                             path=f"{stack}.relative_bias"))
+        if spec.relative_bias_per_layer:  # UMT5: each block's self-attention has its own table
+            out.append(Component(f"{block}.relative_bias", POSITION, rel, n_layers,
+                                 path=f"{path}.relative_bias"))
+        else:
+            out.append(Component(f"{stack}.relative_bias", POSITION, rel,
+                                 note="shared by all blocks", path=f"{stack}.relative_bias"))
     inputs_normed = spec.norm_placement != "sublayer_post"  # it norms sublayer outputs only
     if inputs_normed:
         out += _norm(spec, f"{block}.attn_norm", f"{path}.attn_norm", repeat=n_layers)

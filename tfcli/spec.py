@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
-from tfcli.spec_head import HeadKind, resolve_head
+from tfcli.spec_head import HeadKind, PoolerActivation, resolve_head
 from tfcli.spec_encoder import check_encoder_fields
 from tfcli.spec_latent import check_latent, latent_head_dim, latent_scale
 from tfcli.spec_moe import check_moe, check_moe_layout
@@ -94,6 +94,10 @@ class Spec(BaseModel):
         "(rotate_half: Llama, GPT-NeoX); interleaved = 2i with 2i + 1 (GPT-J). Needs rope.")
     relative_buckets: int = Field(32, gt=0, description="T5 relative-position buckets.")
     relative_max_distance: int = Field(128, gt=0, description="T5 relative max distance.")
+    relative_bias_per_layer: bool = Field(
+        False, description="Every block's self-attention has a relative-position table of its "
+        "own, (relative_buckets, n_heads) per block (UMT5); default one table per stack, shared "
+        "by its blocks (T5). Needs positions: relative.")
     bias: bool = Field(True, description="Biases on attention and FFN projections.")
     attention_bias: bool | None = Field(None, description="Overrides `bias` for attention.")
     attention_out_bias: bool | None = Field(
@@ -186,6 +190,10 @@ class Spec(BaseModel):
         None, ge=0, description="sequence_classification on a decoder: each row is read at "
         "its last token that is not this id, left or right padded (transformers); default: "
         "the last token the attention mask keeps.")
+    pooler_activation: PoolerActivation = Field(
+        "tanh", description="The pooler's activation: act(W h[first] + b). tanh = BERT's pooler "
+        "and RoBERTa's classification head (classifier.dense); gelu = ELECTRA's; relu = "
+        "DistilBERT's pre_classifier. Needs pooler.")
 
     # mixture of experts
     n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")
@@ -546,6 +554,9 @@ def _check_relative(spec: Spec) -> None:
     beyond the exact ones: else log(max_distance / max_exact) is 0 or negative and the bucket
     of a long offset is a division by zero or an index outside the table."""
     if spec.positions != "relative":
+        if spec.relative_bias_per_layer:
+            raise SpecConsistencyError("relative_bias_per_layer", f"needs positions: relative "
+                                       f"(got {spec.positions!r})")
         return
     if spec.relative_buckets < 4:
         raise SpecConsistencyError(

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from tfcli.spec import Spec
 
 HeadKind = Literal["lm", "masked_lm", "sequence_classification", "token_classification", "none"]
+PoolerActivation = Literal["tanh", "relu", "gelu", "gelu_tanh", "silu"]
 VOCAB_HEADS = ("lm", "masked_lm")  # heads with vocabulary logits (lm_head)
 CLASSIFIERS = ("sequence_classification", "token_classification")
 DEFAULT_LABELS = 2  # transformers' PretrainedConfig default (id2label of two classes)
@@ -73,6 +74,8 @@ def _check_fields(spec: Spec) -> None:
     if spec.pad_token_id is not None and spec.pad_token_id >= spec.vocab_size:
         raise SpecConsistencyError("pad_token_id", f"{spec.pad_token_id:,} lies outside the "
                                    f"vocabulary [0, {spec.vocab_size:,})")
+    if spec.pooler_activation != "tanh" and not spec.pooler:
+        raise SpecConsistencyError("pooler_activation", "needs pooler: true")
     if spec.head == "sequence_classification" and spec.family == "encoder-decoder":
         raise SpecConsistencyError("head", "sequence_classification is not built for family "
                                    "'encoder-decoder'")

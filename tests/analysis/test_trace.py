@@ -24,6 +24,7 @@ BIG |= {"phi-3-mini"}
 BIG |= {"pythia-1.4b", "gpt-j-6b", "phi-2", "stablelm-2-1.6b"}
 BIG |= {"olmo-2-7b", "falcon-7b"}
 BIG |= {"gemma-2b", "gemma-2-9b", "gemma-3-1b"}  # 256k-262k vocabularies: 0.3-0.9 G floats
+BIG |= {"mt5-small", "umt5-small"}  # 250k-256k vocabularies, head untied: 0.26 G floats
 BIG |= {"xlm-roberta-large"}  # 250k vocabulary: 0.26 G floats
 MOE = {"qwen1.5-moe-a2.7b", "qwen3-30b-a3b"}  # 60 / 128 experts per block: their widths shrink too
 # 256 / 64 experts, 128 / 16 heads of 192 + 128 dims: d_model and the latent ranks shrink too

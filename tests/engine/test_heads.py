@@ -71,3 +71,23 @@ def test_every_head_allocates_what_params_counts_and_runs(fields: dict) -> None:
         shape = (2, 4 if spec.family != "encoder-decoder" else 1, spec.num_labels)
         assert out.logits is None and out.scores is not None
         assert out.scores.shape == (shape if per_token else (2, spec.num_labels))
+
+
+@pytest.mark.parametrize(("act", "fn"), [("tanh", np.tanh), ("relu", lambda x: np.maximum(x, 0))])
+def test_the_pooler_applies_its_activation_to_the_first_token(act: str, fn) -> None:
+    """tanh: BERT's pooler, RoBERTa's classifier.dense; relu: DistilBERT's pre_classifier."""
+    spec = Spec.model_validate(BASE | {"family": "encoder", "head": "sequence_classification",
+                                       "pooler": True, "pooler_activation": act})
+    weights = init_weights(spec, seed=2)
+    weights.pooler_b = weights.pooler_b + 0.05  # a bias that moves some units past relu's 0
+    out = forward(spec, weights, np.array([[1, 2, 3], [4, 5, 6]]))
+    pooled = fn(out.hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d)
+    np.testing.assert_allclose(out.pooled, pooled, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out.scores, pooled @ weights.classifier + weights.classifier_bias,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_pooler_activation_needs_a_pooler() -> None:
+    from tfcli.errors import SpecConsistencyError
+    with pytest.raises(SpecConsistencyError, match="pooler_activation"):
+        Spec.model_validate(BASE | {"family": "encoder", "pooler_activation": "relu"})

@@ -231,9 +231,13 @@ class _Tracer:
             self.add(f"{stack}.final_norm", "norm", [x], x, norm_params, NORM_FLOPS * math.prod(x))
 
     def block(self, stack: str, i: int, layers: int, length: int, memory_len: int | None) -> None:
-        """Block i of `stack` (of `layers`); block 0 owns the stack's T5 relative-bias table."""
+        """Block i of `stack` (of `layers`); block 0 owns the stack's T5 relative-bias table
+        (each block its own under relative_bias_per_layer)."""
         w = f"{stack}.blocks.{i}"
-        rel_bias = self.owned(f"{stack}.relative_bias") if i == 0 else NOTHING
+        if self.spec.relative_bias_per_layer:  # UMT5: every block owns its own table
+            rel_bias = self.owned(f"{w}.relative_bias", blocks=layers)
+        else:
+            rel_bias = self.owned(f"{stack}.relative_bias") if i == 0 else NOTHING
         self.attention(f"{stack}.{i}.attn", f"{w}.attn", f"{w}.attn_norm", layers,
                        length, length, rel_bias)
         if memory_len is not None:

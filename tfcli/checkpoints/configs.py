@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from tfcli.checkpoints.families import FAMILIES
 from tfcli.checkpoints.families.common import architecture_name, unsupported
-from tfcli.checkpoints.fields import Config, ConfigFields, int_literal, shown
+from tfcli.checkpoints.fields import MAX_SIZE, Config, ConfigFields, int_literal, shown
 from tfcli.checkpoints.hub import repo_of_snapshot
 from tfcli.checkpoints.heads import (
     ARCHITECTURE_TYPES,
@@ -66,13 +66,15 @@ def architecture(c: ConfigFields, kind: str) -> Architecture:
 def num_labels(c: ConfigFields) -> int:
     """A config's label count as transformers reads it: num_labels, else the size of id2label
     (what save_pretrained writes), else 2 (PretrainedConfig's default)."""
-    if c.has("num_labels"):
-        return c.integer("num_labels")
+    given = c.optional_integer("num_labels")  # null: derived, as transformers derives it
+    if given is not None:
+        return given
     labels = c.section("id2label").values
     return len(labels) if labels else DEFAULT_LABELS
 
 
-def head_fields(c: ConfigFields, arch: Architecture, fields: Config) -> Config:
+def head_fields(c: ConfigFields, arch: Architecture, fields: Config,
+                notes: list[str]) -> Config:
     """The spec fields of the class's task head (spec.head); lm_head is then derived from it.
     A decoder's sequence classifier reads the last token that is not pad_token_id."""
     if not arch.head:
@@ -82,9 +84,22 @@ def head_fields(c: ConfigFields, arch: Architecture, fields: Config) -> Config:
     if arch.head in CLASSIFIERS:
         head["num_labels"] = arch.labels or num_labels(c)
     if arch.head == "sequence_classification" and fields.get("family") == "decoder":
-        pad = c.optional_integer("pad_token_id", minimum=0)
-        head |= {} if pad is None else {"pad_token_id": pad}
+        head |= _pad_token(c, fields, notes)
     return head
+
+
+def _pad_token(c: ConfigFields, fields: Config, notes: list[str]) -> Config:
+    """pad_token_id for a decoder's classifier; one outside the vocabulary (-1 in some LLaMA
+    configs) matches no token, so transformers reads every row's last position: the spec then
+    reads the last token the attention mask keeps, the same for unpadded rows."""
+    pad = c.optional_integer("pad_token_id", minimum=-MAX_SIZE)
+    if pad is None:
+        return {}
+    if 0 <= pad < fields["vocab_size"]:
+        return {"pad_token_id": pad}
+    notes.append(f"pad_token_id {pad} is no token: each row is read at its last real token "
+                 "(transformers: its last position, the same unless padded)")
+    return {}
 
 
 def _spec_name(name_or_path: str | None, source: str, kind: str) -> str:
@@ -108,7 +123,7 @@ def spec_from_config(config: Config, source: str, *, file: str = CONFIG_FILE) ->
     fields, notes = FAMILIES[kind].read(c, arch)
     name = _spec_name(c.optional_text("_name_or_path"), source, kind)
     arch_name = architecture_name(c) or kind
-    fields |= head_fields(c, arch, fields)
+    fields |= head_fields(c, arch, fields, notes)
     description = f"{arch_name} imported from config.json" + "".join(f"; {n}" for n in notes)
     try:
         return Spec.model_validate({"name": name, "description": description, "source": source} | fields)

@@ -8,7 +8,12 @@ classifier on every token; *ForQuestionAnswering is one of 2 labels, start and e
 is counted and run whole, exactly as transformers builds it (tests/checkpoints/test_heads.py
 checks every class listed here on the meta device). A class not listed is refused by name:
 counting it as its family's LM would count another model; REFUSED says why for some.
-A new family's heads are data here: which kind, pooler or not, a fixed label count.
+A new family's heads are data here (which kind, pooler or not, a fixed label count) plus its
+table's tensor names: RobertaForMaskedLM is MASKED_LM with lm_head.dense / lm_head.layer_norm /
+lm_head.decoder / lm_head.bias; RobertaForSequenceClassification SEQUENCE with its
+classifier.dense as the pooler (tanh) and classifier.out_proj as the classifier; ELECTRA's the
+same with pooler_activation gelu, DistilBERT's pre_classifier with relu; *ForTokenClassification
+TOKENS with `classifier`.
 """
 
 from __future__ import annotations
@@ -107,6 +112,8 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
                                                  encoder_only=True),
         "T5ForQuestionAnswering": QA,  # on the decoder's output
     },
+    "mt5": {"MT5ForConditionalGeneration": LM, "MT5Model": BARE},
+    "umt5": {"UMT5ForConditionalGeneration": LM, "UMT5Model": BARE},
 }
 
 # The encoder families of issue 16: their bare bodies (ElectraModel and DistilBertModel have

@@ -7,6 +7,8 @@ masked_lm, before `logits`; `classifier` (B, num_labels) or (B, T, num_labels) l
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from tfcli.arrays import Array
@@ -28,6 +30,12 @@ def mlm_transform(spec: Spec, weights: Weights, hidden: Array, probe: Probe) -> 
                                         spec.norm_unit_offset), h)
     probe("transform_norm", h.shape)
     return h
+
+
+def pooler_activation(spec: Spec) -> Callable[[Array], Array]:
+    """The pooler's elementwise function: tanh (BERT, RoBERTa's classifier.dense), or an FFN
+    activation (ELECTRA gelu, DistilBERT relu)."""
+    return np.tanh if spec.pooler_activation == "tanh" else activation_fn(spec.pooler_activation)
 
 
 def last_real_token(spec: Spec, tokens: Array, mask: Array | None) -> Array:

@@ -197,11 +197,14 @@ class Initializer:
             b.attn.q_norm, b.attn.k_norm = self.norm(q_width), self.norm(k_width)
         if cross:
             b.cross_norm, b.cross_attn = self.norm(), self.attention(fused=False)
+        if s.relative_bias_per_layer:
+            b.relative_bias = self.normal(s.relative_buckets, s.n_heads)
         return b
 
     def stack(self, n_layers: int, cross: bool) -> StackWeights:
         s = self.spec
-        rel = self.normal(s.relative_buckets, s.n_heads) if s.positions == "relative" else None
+        shared_table = s.positions == "relative" and not s.relative_bias_per_layer
+        rel = self.normal(s.relative_buckets, s.n_heads) if shared_table else None
         if s.shared_layers:  # one block's arrays, run by every block: no copies
             blocks = [self.block(cross)] * n_layers
         else:

@@ -16,7 +16,7 @@ from tfcli.engine.attention import attention, cross_attention
 from tfcli.engine.blas import blas_threads
 from tfcli.engine.cache import KVCache, LayerCache
 from tfcli.engine.ffn import ffn
-from tfcli.engine.heads import classifier_input, classify, mlm_transform
+from tfcli.engine.heads import classifier_input, classify, mlm_transform, pooler_activation
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput, probe_for
 from tfcli.engine.latent_attention import latent_attention
 from tfcli.engine.ops import Observer, apply_norm, softcap_
@@ -140,10 +140,20 @@ def stack_position_bias(spec: Spec, stack: StackWeights, inputs: StackInput) -> 
     """The stack's shared T5 relative bias (1|B, H, T, S), or None for other position schemes."""
     if spec.positions != "relative" or stack.relative_bias is None:
         return None
-    return relative_bias(
-        stack.relative_bias, inputs.positions, inputs.key_positions,
-        bidirectional=not inputs.causal, max_distance=spec.relative_max_distance,
-    )
+    return table_position_bias(spec, stack.relative_bias, inputs)
+
+
+def table_position_bias(spec: Spec, table: Array, inputs: StackInput) -> Array:
+    """T5 relative bias (1|B, H, T, S) of one (relative_buckets, H) table at inputs' positions."""
+    return relative_bias(table, inputs.positions, inputs.key_positions,
+                         bidirectional=not inputs.causal, max_distance=spec.relative_max_distance)
+
+
+def _block_input(spec: Spec, block: BlockWeights, inputs: StackInput) -> StackInput:
+    """The block's side inputs: with a relative table of its own (UMT5), its own bias."""
+    if block.relative_bias is None:
+        return inputs
+    return replace(inputs, position_bias=table_position_bias(spec, block.relative_bias, inputs))
 
 
 def layer_specs(spec: Spec, n_layers: int) -> list[Spec]:
@@ -176,8 +186,8 @@ def forward_hidden(spec: Spec, stack: StackWeights, x: Array, inputs: StackInput
     views = layer_specs(spec, len(stack.blocks)) if spec.layer_pattern else None
     for i, block in enumerate(stack.blocks):
         layer = cache.layers[i] if cache is not None else None
-        x = block_forward(spec if views is None else views[i], block, x, inputs, layer,
-                          named.at(i))
+        x = block_forward(spec if views is None else views[i], block, x,
+                          _block_input(spec, block, inputs), layer, named.at(i))
     if stack.final_norm is not None:
         x = _norm(spec, stack.final_norm, x)
         named.at("final_norm")("norm", x.shape)
@@ -256,7 +266,8 @@ def _heads(spec: Spec, weights: Weights, hidden: Array, probe: Probe,
         if spec.final_logit_softcap is not None:  # applied in output_logits
             probe("softcap", logits.shape)
     if spec.pooler:
-        pooled = np.tanh(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
+        act = pooler_activation(spec)  # tanh (BERT), relu (DistilBERT), gelu (ELECTRA)
+        pooled = act(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
         probe("pooler", pooled.shape)
     if spec.num_labels is not None:  # a classification head
         scores = classify(weights, classifier_input(spec, hidden, pooled, tokens, mask), probe)

@@ -84,6 +84,9 @@ class BlockWeights:
     # norms on each sublayer's output, inside the residual (norm_placement sublayer_post, sandwich)
     attn_post_norm: NormWeights | None = None
     ffn_post_norm: NormWeights | None = None
+    # (relative_buckets, n_heads): this block's own relative-position table (UMT5,
+    # spec.relative_bias_per_layer); None: the stack's shared one (T5) or none
+    relative_bias: Array | None = None
 
 
 @dataclass

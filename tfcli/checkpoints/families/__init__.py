@@ -43,6 +43,8 @@ FAMILIES: dict[str, Family] = {
     "deepseek_v3": Family(deepseek.DEEPSEEK_V3_DEFAULTS, deepseek.read_deepseek_v3,
                           deepseek.V3_TABLE),
     "t5": Family(t5.DEFAULTS, t5.read, t5.TABLE),
+    "mt5": Family(t5.MT5_DEFAULTS, t5.read_mt5, t5.TABLE),
+    "umt5": Family(t5.UMT5_DEFAULTS, t5.read_umt5, t5.UMT5_TABLE),
     "gpt_neox": Family(gpt_neox.DEFAULTS, gpt_neox.read, gpt_neox.TABLE),
     "gptj": Family(gptj.DEFAULTS, gptj.read, gptj.TABLE),
     "phi": Family(phi.DEFAULTS, phi.read, phi.TABLE),

@@ -1,7 +1,10 @@
-"""T5 (T5ForConditionalGeneration, T5Model): encoder blocks are [self-attn, FFN], decoder
-blocks [self-attn, cross-attn, FFN]. config.json reader and checkpoint names."""
+"""T5 (T5ForConditionalGeneration, T5Model), and mT5 / UMT5 (T5 v1.1 under other names; UMT5
+with a relative-position table per block): encoder blocks are [self-attn, FFN], decoder blocks
+[self-attn, cross-attn, FFN]. config.json readers and checkpoint names."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from tfcli.checkpoints.families.common import activation, unsupported
 from tfcli.checkpoints.fields import Config, ConfigFields, shown
@@ -102,3 +105,37 @@ TABLE = Table(
              r"^qa_outputs\."),  # T5ForQuestionAnswering's head (a body-only spec)
     tied_copies=("lm_head.weight",),
 )
+
+
+# mT5 and UMT5 are T5 v1.1 under other names (MT5Config, UMT5Config defaults: mt5-small's sizes,
+# gated-gelu). transformers 5 ties their head to `shared` only when config.json does not store
+# `lm_head.weight` apart: the published checkpoints say tie_word_embeddings false and carry it.
+MT5_DEFAULTS: Config = DEFAULTS | {
+    "vocab_size": 250112, "d_ff": 1024, "num_layers": 8, "num_heads": 6,
+    "feed_forward_proj": "gated-gelu",
+}
+UMT5_DEFAULTS: Config = MT5_DEFAULTS
+
+
+def read_mt5(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
+    """mT5: T5 v1.1's reader; transformers 5's MT5 never rescales before the head, tied or not."""
+    fields, notes = read(c, arch)
+    return fields | {"tied_head_rescale": False}, notes
+
+
+def read_umt5(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
+    """UMT5: T5 v1.1 with a relative-position table in every block's self-attention (UMT5's
+    has_relative_attention_bias=True in every layer), rescaled as T5 (scale_decoder_outputs)."""
+    fields, notes = read(c, arch)
+    return fields | {"relative_bias_per_layer": True}, notes
+
+
+def _per_layer_tables(stack: str) -> Rule:
+    return rule(f"{stack}.block.{{i}}.layer.0.SelfAttention.relative_attention_bias.weight",
+                f"{stack}.blocks.{{i}}.relative_bias")
+
+
+# UMT5: block i's own table; T5's rule for block 0's (the stack's shared table) is skipped, as
+# the spec has no such array
+UMT5_TABLE = replace(TABLE, rules=(*TABLE.rules, _per_layer_tables("encoder"),
+                                   _per_layer_tables("decoder")))

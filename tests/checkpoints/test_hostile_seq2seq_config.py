@@ -1,0 +1,77 @@
+"""The mt5 / umt5 readers on hostile config.json values: named refusals (exit 2, one line that
+names config.json and the key), and any JSON in the keys they read ends in a spec or in one
+short BadInputError, never another exception (as test_hostile_config.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.checkpoints.test_hostile_config import MAX_MESSAGE
+from tfcli.checkpoints import spec_from_config
+from tfcli.checkpoints.configs import config_from_bytes
+from tfcli.checkpoints.families.t5 import MT5_DEFAULTS, UMT5_DEFAULTS
+from tfcli.errors import BadInputError
+
+SMALL = {"vocab_size": 50, "d_model": 16, "d_kv": 4, "d_ff": 24, "num_layers": 2, "num_heads": 2}
+BASES = [SMALL | {"model_type": "mt5", "architectures": ["MT5ForConditionalGeneration"]},
+         SMALL | {"model_type": "umt5", "architectures": ["UMT5ForConditionalGeneration"]}]
+FIELDS = sorted(set(MT5_DEFAULTS) | set(UMT5_DEFAULTS) | {"scale_decoder_outputs"})
+SCALARS = (st.none() | st.booleans() | st.integers() | st.integers(-3, 8)
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12))
+JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=5), max_leaves=10)
+
+
+def _spec(config: dict) -> object:
+    return spec_from_config(config_from_bytes(json.dumps(config).encode(), "c.json"), "x")
+
+
+def _message(config: dict) -> str:
+    with pytest.raises(BadInputError) as info:
+        _spec(config)
+    message = info.value.message
+    assert len(message) < MAX_MESSAGE and "\n" not in message and message.isprintable(), message
+    return message
+
+
+@pytest.mark.parametrize("base", BASES, ids=["mt5", "umt5"])
+@pytest.mark.parametrize(("change", "says"), [
+    ({"num_heads": "6"}, "field 'num_heads': expected an integer"),
+    ({"d_model": -512}, "field 'd_model'"),
+    ({"relative_attention_num_buckets": 2}, "relative_buckets"),
+    ({"relative_attention_max_distance": 1}, "relative_max_distance"),
+    ({"feed_forward_proj": "gated-swish-x"}, "feed_forward_proj"),
+    ({"feed_forward_proj": "gated-tanh"}, "feed_forward_proj"),
+    ({"layer_norm_epsilon": 0}, "field 'layer_norm_epsilon': must be positive"),
+    ({"num_decoder_layers": 1.5}, "field 'num_decoder_layers': expected an integer"),
+    ({"tie_word_embeddings": "no"}, "field 'tie_word_embeddings'"),
+    ({"architectures": ["MT5ForSequenceClassification"]}, "ForSequenceClassification"),
+])
+def test_bad_values_are_refused_by_name(base: dict, change: dict, says: str) -> None:
+    message = _message(base | change)
+    assert message.startswith("config.json") and says in message, message
+
+
+def test_mt5_never_rescales_and_umt5_follows_scale_decoder_outputs() -> None:
+    tied = {"tie_word_embeddings": True}
+    mt5, umt5 = (_spec(base | tied) for base in BASES)
+    assert (mt5.tied_head_rescale, umt5.tied_head_rescale) == (False, True)
+    assert _spec(BASES[1] | tied | {"scale_decoder_outputs": False}).tied_head_rescale is False
+    assert (mt5.relative_bias_per_layer, umt5.relative_bias_per_layer) == (False, True)
+
+
+@settings(max_examples=200, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(fields=st.dictionaries(st.sampled_from(FIELDS), JSON, min_size=1, max_size=4))
+def test_any_json_in_the_keys_mt5_and_umt5_read(fields: dict) -> None:
+    for base in BASES:
+        try:
+            spec = _spec(base | fields)
+        except BadInputError as exc:
+            assert len(exc.message) < MAX_MESSAGE and "\n" not in exc.message, exc.message
+            assert exc.message.isprintable(), exc.message
+        else:
+            assert spec.relative_bias_per_layer == (base["model_type"] == "umt5")

@@ -1,0 +1,173 @@
+"""mT5 and UMT5 against transformers: small random models saved, loaded through tfcli, compared
+logit by logit on padded source batches (right and left padding, a padded target), greedy
+generation token for token, `tfcli generate --check-cache`, `tfcli trace --execute`, and the
+parameter count four ways. Each family twice: the head untied (as the published checkpoints)
+and tied (transformers 5's default; UMT5 then rescales the decoder output, mT5 does not).
+
+Tolerance: float32 rtol = atol = 1e-4 (as test_hf_parity.py), on the real target positions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import (
+    MT5Config,
+    MT5ForConditionalGeneration,
+    PretrainedConfig,
+    PreTrainedModel,
+    UMT5Config,
+    UMT5ForConditionalGeneration,
+)
+
+from tests.parity.greedy import hf_greedy, tfcli_greedy
+from tests.parity.saved_models import assert_counts_match, save_random
+from tests.parity.test_hf_parity import F32
+from tfcli.checkpoints import load_weights, spec_from_config_dir
+from tfcli.engine.model import ModelInput, forward
+
+VOCAB, BATCH, SOURCE, TARGET, NEW_TOKENS = 120, 2, 12, 7, 8
+# 2 + 3 layers; max_distance 20 so the 12-token source reaches the logarithmic buckets
+SMALL = {"vocab_size": VOCAB, "d_model": 48, "d_kv": 8, "d_ff": 80, "num_layers": 2,
+         "num_decoder_layers": 3, "num_heads": 4, "relative_attention_max_distance": 20}
+PROMPTS = [[5, 17, 33, 2, 80, 9, 41], [9, 1, 4]]
+
+
+def _untied(config: PretrainedConfig) -> PretrainedConfig:
+    """transformers 5 forces tie_word_embeddings true in __post_init__; the published mT5 / UMT5
+    checkpoints store lm_head.weight apart (from_pretrained then unties it): set it back, with
+    what UMT5Config reads from their tie_word_embeddings false (no rescale before the head)."""
+    config.tie_word_embeddings = False
+    if hasattr(config, "scale_decoder_outputs"):
+        config.scale_decoder_outputs = False
+    return config
+
+
+def _case(model: type[PreTrainedModel], config: type[PretrainedConfig], tied: bool,
+          **change: int) -> Callable[[], PreTrainedModel]:
+    def make() -> PreTrainedModel:
+        built = config(**SMALL | change)
+        return model(built if tied else _untied(built))
+    return make
+
+
+CLASSES = {"mt5": (MT5ForConditionalGeneration, MT5Config),
+           "umt5": (UMT5ForConditionalGeneration, UMT5Config)}
+VARIANTS = {f"{kind}{tail}": (*classes, tied) for kind, classes in CLASSES.items()
+            for tail, tied in (("", False), ("-tied", True))}
+CASES = {name: _case(*variant) for name, variant in VARIANTS.items()}
+# transformers' generate sizes a reloaded model's decoder cache by num_layers: equal stacks
+GENERATE = {name: _case(*variant, num_decoder_layers=SMALL["num_layers"])
+            for name, variant in VARIANTS.items()}
+
+
+def _save(make: Callable[[], PreTrainedModel], path: Path,
+          std: float | None = None) -> PreTrainedModel:
+    """make() saved as the published checkpoints are: untied, the stacks' embed_tokens
+    equal to `shared` and lm_head apart; returned as from_pretrained loads it (the equal tables
+    tied into one, lm_head kept apart), in eager attention and eval mode."""
+    model = save_random(make, path, std)
+    if not model.config.tie_word_embeddings:
+        with torch.no_grad():
+            for stack in (model.encoder, model.decoder):
+                stack.embed_tokens.weight.copy_(model.shared.weight)
+        model.save_pretrained(path, safe_serialization=True)
+    loaded = type(model).from_pretrained(path)
+    loaded.set_attn_implementation("eager")
+    return loaded.eval()
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def saved(request: pytest.FixtureRequest,
+          tmp_path_factory: pytest.TempPathFactory) -> tuple[PreTrainedModel, Path]:
+    path = tmp_path_factory.mktemp(request.param)
+    return _save(CASES[request.param], path), path
+
+
+def _inputs(left: bool) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    source = rng.integers(2, VOCAB, size=(BATCH, SOURCE))
+    mask = np.ones((BATCH, SOURCE), dtype=np.int64)
+    mask[1, :4] = 0 if left else 1
+    mask[1, -4:] = 1 if left else 0
+    target = rng.integers(0, VOCAB, size=(BATCH, TARGET))
+    target_mask = np.ones((BATCH, TARGET), dtype=np.int64)
+    target_mask[0, -2:] = 0  # a right-padded target row
+    return {"source": source, "mask": mask, "target": target, "target_mask": target_mask}
+
+
+def _logits(saved: tuple[PreTrainedModel, Path], left: bool) -> tuple[np.ndarray, np.ndarray]:
+    model, path = saved
+    given = _inputs(left)
+    t = {k: torch.from_numpy(v) for k, v in given.items()}
+    with torch.no_grad():
+        want = model(input_ids=t["source"], attention_mask=t["mask"],
+                     decoder_input_ids=t["target"], decoder_attention_mask=t["target_mask"])
+    spec = spec_from_config_dir(path)
+    got = forward(spec, load_weights(path, spec), ModelInput(
+        given["source"], attention_mask=given["mask"], decoder_tokens=given["target"],
+        decoder_attention_mask=given["target_mask"]))
+    real = given["target_mask"].astype(bool)
+    return got.logits[real], want.logits.numpy()[real]
+
+
+@pytest.mark.parametrize("left", [False, True], ids=["right-padded", "left-padded"])
+def test_float32_logits_match_on_padded_batches(saved: tuple[PreTrainedModel, Path],
+                                                left: bool) -> None:
+    np.testing.assert_allclose(*_logits(saved, left), **F32)
+
+
+def test_spec_reads_the_family(saved: tuple[PreTrainedModel, Path]) -> None:
+    model, path = saved
+    spec = spec_from_config_dir(path)
+    assert spec.relative_bias_per_layer == (model.config.model_type == "umt5")
+    tied = model.lm_head.weight is model.shared.weight
+    assert spec.tie_embeddings == tied
+    rescaled = bool(getattr(model.config, "scale_decoder_outputs", False))  # MT5: never
+    assert spec.tied_head_rescale == (tied and rescaled)
+    if spec.relative_bias_per_layer:  # every block's table loaded, each its own
+        weights = load_weights(path, spec)
+        want = model.encoder.block[1].layer[0].SelfAttention.relative_attention_bias.weight
+        np.testing.assert_array_equal(weights.encoder.blocks[1].relative_bias,
+                                      want.detach().numpy())
+        assert weights.encoder.relative_bias is None
+
+
+def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
+    assert_counts_match(*saved)
+
+
+def test_embedding_tables_are_one_in_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
+    """from_pretrained ties the stacks' embed_tokens to `shared` (tfcli's one token_embedding)
+    and keeps a stored lm_head.weight apart, as tfcli."""
+    model, path = saved
+    assert model.encoder.embed_tokens.weight is model.shared.weight
+    assert model.decoder.embed_tokens.weight is model.shared.weight
+
+
+@pytest.mark.parametrize("name", list(GENERATE))
+def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
+    model = _save(GENERATE[name], tmp_path, std=0.3)
+    expected = [hf_greedy(model, p, NEW_TOKENS) for p in PROMPTS]
+    assert tfcli_greedy(tmp_path, PROMPTS, NEW_TOKENS) == expected  # one padded batch
+    assert tfcli_greedy(tmp_path, PROMPTS[:1], NEW_TOKENS, use_cache=False) == expected[:1]
+
+
+def test_check_cache_passes(saved: tuple[PreTrainedModel, Path], invoke) -> None:  # noqa: ANN001
+    result = invoke("generate", str(saved[1]), "--tokens", ",".join(map(str, PROMPTS[0])),
+                    "--max-new-tokens", "10", "--check-cache", "-f", "json")
+    assert result.exit_code == 0, result.output
+    check = json.loads(result.stdout)["check"]
+    assert check["ok"] and check["identical_tokens"], check
+
+
+def test_trace_execute_matches_the_analytic_rows(saved: tuple[PreTrainedModel, Path],
+                                                 invoke) -> None:  # noqa: ANN001
+    result = invoke("trace", str(saved[1]), "--execute", "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["execute"]["ok"]

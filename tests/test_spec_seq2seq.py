@@ -1,0 +1,24 @@
+"""Spec fields of the encoder-decoder families beyond T5: relative_bias_per_layer (UMT5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfcli.errors import SpecConsistencyError
+from tfcli.params import components
+from tfcli.spec import Spec
+from tfcli.spec_io import load_spec
+
+
+def test_per_layer_tables_need_relative_positions() -> None:
+    data = load_spec("t5-small").model_dump(exclude_unset=True)
+    with pytest.raises(SpecConsistencyError) as info:
+        Spec.model_validate(data | {"positions": "learned", "relative_bias_per_layer": True})
+    assert info.value.field == "relative_bias_per_layer"
+
+
+def test_per_layer_tables_are_one_component_per_stack_repeated_over_its_blocks() -> None:
+    spec = load_spec("t5-small").replace(relative_bias_per_layer=True, n_decoder_layers=4)
+    tables = [(c.path, c.shape, c.repeat) for c in components(spec) if c.group == "position"]
+    assert tables == [("encoder.blocks.*.relative_bias", (32, 8), 6),
+                      ("decoder.blocks.*.relative_bias", (32, 8), 4)]
