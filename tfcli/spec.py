@@ -194,6 +194,10 @@ class Spec(BaseModel):
         "tanh", description="The pooler's activation: act(W h[first] + b). tanh = BERT's pooler "
         "and RoBERTa's classification head (classifier.dense); gelu = ELECTRA's; relu = "
         "DistilBERT's pre_classifier. Needs pooler.")
+    classifier_dense: bool = Field(
+        False, description="A (d_model, d_model) dense (with a bias when `bias`) and "
+        "head_activation on what the classifier reads, before it: ELECTRA's discriminator "
+        "(discriminator_predictions.dense on every token). Classification heads only.")
 
     # mixture of experts
     n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")

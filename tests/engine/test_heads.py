@@ -91,3 +91,24 @@ def test_pooler_activation_needs_a_pooler() -> None:
     from tfcli.errors import SpecConsistencyError
     with pytest.raises(SpecConsistencyError, match="pooler_activation"):
         Spec.model_validate(BASE | {"family": "encoder", "pooler_activation": "relu"})
+
+
+def test_classifier_dense_runs_before_the_classifier_on_every_token() -> None:
+    """ELECTRA's discriminator: act(h W + b) on each token, then a (d, 1) classifier."""
+    spec = Spec.model_validate(BASE | {"family": "encoder", "head": "token_classification",
+                                       "num_labels": 1, "classifier_dense": True,
+                                       "head_activation": "relu"})
+    weights = init_weights(spec, seed=3)
+    weights.head_dense_bias = weights.head_dense_bias + 0.05
+    assert count_parameters(weights) == total_parameters(spec)
+    out = forward(spec, weights, np.array([[1, 2, 3, 4]]))
+    dense = np.maximum(out.hidden @ weights.head_dense + weights.head_dense_bias, 0)  # (1, T, d)
+    np.testing.assert_allclose(out.scores, dense @ weights.classifier + weights.classifier_bias,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_classifier_dense_needs_a_classifier() -> None:
+    from tfcli.errors import SpecConsistencyError
+    with pytest.raises(SpecConsistencyError, match="classifier_dense"):
+        Spec.model_validate(BASE | {"family": "encoder", "head": "masked_lm",
+                                    "classifier_dense": True})

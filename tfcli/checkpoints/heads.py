@@ -28,6 +28,7 @@ class Architecture:
     pooler: bool = True  # BERT's add_pooling_layer
     labels: int | None = None  # a class's fixed label count (QA: 2), else config num_labels
     encoder_only: bool = False  # an encoder-decoder family's encoder alone (T5EncoderModel)
+    classifier_dense: bool = False  # spec.classifier_dense (ELECTRA's discriminator)
 
 
 LM = Architecture(lm_head=True)
