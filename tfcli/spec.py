@@ -188,8 +188,8 @@ class Spec(BaseModel):
         "`activation`, which must then be a plain (not gated) one.")
     pad_token_id: int | None = Field(
         None, ge=0, description="sequence_classification on a decoder: each row is read at "
-        "its last token that is not this id, left or right padded (transformers); default: "
-        "the last token the attention mask keeps.")
+        "its last token that is not this id, left or right padded (transformers), among those "
+        "the attention mask keeps; default: the last token the attention mask keeps.")
     pooler_activation: PoolerActivation = Field(
         "tanh", description="The pooler's activation: act(W h[first] + b). tanh = BERT's pooler "
         "and RoBERTa's classification head (classifier.dense); gelu = ELECTRA's; relu = "

@@ -28,6 +28,14 @@ def test_the_last_token_that_is_not_the_pad_id_is_read_left_or_right_padded() ->
     assert last_real_token(spec, tokens, None).tolist() == [2, 4, 2, 0]
 
 
+def test_the_mask_also_hides_padding_written_with_another_id() -> None:
+    """`tfcli run` pads several texts with id 0 whatever the model's pad id: the mask decides."""
+    spec = _spec(head="sequence_classification", pad_token_id=5)
+    tokens = np.array([[7, 8, 9, 0, 0], [7, 8, 9, 10, 5]])
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]], bool)
+    assert last_real_token(spec, tokens, mask).tolist() == [2, 3]
+
+
 def test_without_a_pad_id_the_attention_mask_decides_and_without_one_the_last_token() -> None:
     spec = _spec(head="sequence_classification")
     tokens = np.array([[5, 6, 7, 0], [5, 6, 7, 8]])

@@ -42,14 +42,14 @@ def pooler_activation(spec: Spec) -> Callable[[Array], Array]:
 def last_real_token(spec: Spec, tokens: Array, mask: Array | None) -> Array:
     """Each row's last real position (B,): with pad_token_id, transformers' rule - the rightmost
     token that is not the pad id (left or right padding; a row of pads reads position 0) -
-    else the last position the attention mask keeps (the last position without a mask)."""
+    among the positions the attention mask keeps (a batch tfcli padded itself may pad with
+    another id); without one, the last position the mask keeps (the last without a mask)."""
     B, T = tokens.shape
     positions = np.arange(T)
+    keep = np.ones((B, T), bool) if mask is None else mask.astype(bool)
     if spec.pad_token_id is not None:
-        keep = tokens != spec.pad_token_id  # (B, T)
-    elif mask is not None:
-        keep = mask
-    else:
+        keep = keep & (tokens != spec.pad_token_id)  # (B, T)
+    elif mask is None:
         return np.full(B, T - 1)
     return (positions * keep).argmax(axis=-1)  # (B,): argmax of 0s is 0, as transformers'
 
