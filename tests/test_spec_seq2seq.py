@@ -1,4 +1,5 @@
-"""Spec fields of the encoder-decoder families beyond T5: relative_bias_per_layer (UMT5)."""
+"""Spec fields of the encoder-decoder families beyond T5: relative_bias_per_layer (UMT5),
+per_stack_embeddings and final_logits_bias (BART)."""
 
 from __future__ import annotations
 
@@ -22,3 +23,23 @@ def test_per_layer_tables_are_one_component_per_stack_repeated_over_its_blocks()
     tables = [(c.path, c.shape, c.repeat) for c in components(spec) if c.group == "position"]
     assert tables == [("encoder.blocks.*.relative_bias", (32, 8), 6),
                       ("decoder.blocks.*.relative_bias", (32, 8), 4)]
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"family": "decoder", "n_decoder_layers": None}, "per_stack_embeddings"),
+    ({"positions": "sinusoidal", "position_offset": 0}, "per_stack_embeddings"),
+    ({"lm_head": False}, "final_logits_bias"),
+])
+def test_bart_fields_say_what_they_need(change: dict, field: str) -> None:
+    data = load_spec("bart-base").model_dump(exclude_unset=True) | change
+    data = {k: v for k, v in data.items() if v is not None}
+    with pytest.raises(SpecConsistencyError) as info:
+        Spec.model_validate(data)
+    assert info.value.field == field
+
+
+def test_per_stack_tables_replace_the_shared_ones() -> None:
+    paths = {c.path for c in components(load_spec("bart-base"))}
+    assert {"encoder.position_embedding", "decoder.position_embedding",
+            "encoder.embedding_norm.bias", "decoder.embedding_norm.bias"} <= paths
+    assert not {"position_embedding", "embedding_norm.scale"} & paths

@@ -37,7 +37,7 @@ FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "ll
                  "llama-2-70b": "llama", "llama-3-8b": "llama", "llama-3.1-8b": "llama",
                  "llama-3.2-1b": "llama", "mistral-7b": "mistral",
                  "mixtral-8x7b": "mixtral", "t5-small": "t5",
-                 "mt5-small": "mt5", "umt5-small": "umt5",
+                 "mt5-small": "mt5", "umt5-small": "umt5", "bart-base": "bart",
                  "pythia-1.4b": "gpt_neox", "gpt-j-6b": "gptj", "phi-2": "phi",
                  "stablelm-2-1.6b": "stablelm",
                  "gemma-2b": "gemma", "gemma-2-9b": "gemma2", "gemma-3-1b": "gemma3_text",

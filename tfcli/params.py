@@ -21,6 +21,7 @@ EMBEDDING, ATTENTION, FFN, NORM, POSITION, HEAD, POOLER = (
 )
 TIED_NOTE = "tied — shared with token embedding"
 ROUTER_BIAS_NOTE = "buffer, not a parameter: chooses experts only"
+LOGITS_BIAS_NOTE = "buffer, not a parameter: added to the logits"
 SHARED_NOTE = "shared by all {:,} blocks (shared_layers): counted once"
 # In a component's path, `*` stands for every index of the list before it: `decoder.blocks.*`
 # is every decoder block, `ffn.experts.*` every expert of a block.
@@ -224,19 +225,32 @@ def _embeddings(spec: Spec) -> list[Component]:
     projection of factorised embeddings to d_model (embedding_dim)."""
     e = spec.embedding_width
     out = [Component("embed.token", EMBEDDING, (spec.vocab_size, e), path="token_embedding")]
-    if spec.positions == "learned":
+    shared = not spec.per_stack_embeddings  # else in each stack (_stack_embeddings)
+    if spec.positions == "learned" and shared:
         out.append(Component("embed.position", EMBEDDING, (spec.position_rows, e),
                              path="position_embedding"))
     if spec.type_vocab_size:
         out.append(Component("embed.token_type", EMBEDDING, (spec.type_vocab_size, e),
                              path="token_type_embedding"))
-    if spec.embedding_norm:
+    if spec.embedding_norm and shared:
         out += _norm(spec, "embed.norm", "embedding_norm", width=e)
     if spec.embedding_dim is not None:
         out += [Component("embed.project.weight", EMBEDDING, (e, spec.d_model),
                           path="embedding_project"),
                 Component("embed.project.bias", EMBEDDING, (spec.d_model,),
                           path="embedding_project_bias")]
+    return out
+
+
+def _stack_embeddings(spec: Spec, stack: str) -> list[Component]:
+    """per_stack_embeddings (BART): the stack's own position table and embedding norm."""
+    if not spec.per_stack_embeddings:
+        return []
+    e = spec.embedding_width
+    out = [Component(f"{stack}.position_embedding", EMBEDDING, (spec.position_rows, e),
+                     path=f"{stack}.position_embedding")]
+    if spec.embedding_norm:
+        out += _norm(spec, f"{stack}.embedding_norm", f"{stack}.embedding_norm", width=e)
     return out
 
 
@@ -250,14 +264,9 @@ def _mlm_transform(spec: Spec) -> list[Component]:
 
 
 def _classifier(spec: Spec) -> list[Component]:
-    """A classification head's (d, num_labels) classifier [+ bias], after its classifier_dense
-    (d, d) [+ bias] when it has one."""
-    labels, d = spec.num_labels or 0, spec.d_model
-    out = [Component("head.dense.weight", HEAD, (d, d), path="head_dense")] \
-        if spec.classifier_dense else []
-    if spec.classifier_dense and spec.bias:
-        out.append(Component("head.dense.bias", HEAD, (d,), path="head_dense_bias"))
-    out.append(Component("head.classifier.weight", HEAD, (d, labels), path="classifier"))
+    """A classification head's (d, num_labels) classifier [+ bias]."""
+    labels = spec.num_labels or 0
+    out = [Component("head.classifier.weight", HEAD, (spec.d_model, labels), path="classifier")]
     if spec.classifier_bias:
         out.append(Component("head.classifier.bias", HEAD, (labels,), path="classifier_bias"))
     return out
@@ -272,6 +281,9 @@ def _heads(spec: Spec) -> list[Component]:
                              path="token_embedding" if tied else "lm_head"))
     if spec.lm_head_bias:
         out.append(Component("lm_head.bias", HEAD, (spec.vocab_size,), path="lm_head_bias"))
+    if spec.final_logits_bias:
+        out.append(Component("final_logits_bias", HEAD, (1, spec.vocab_size),
+                             note=LOGITS_BIAS_NOTE, buffer=True, path="final_logits_bias"))
     if spec.pooler:
         out.append(Component("pooler.weight", POOLER, (spec.d_model, spec.d_model), path="pooler_w"))
         out.append(Component("pooler.bias", POOLER, (spec.d_model,), path="pooler_b"))
@@ -284,8 +296,10 @@ def components(spec: Spec) -> list[Component]:
     """Every parameter array of `spec`, in forward order."""
     out = _embeddings(spec)
     if spec.has_encoder:
+        out += _stack_embeddings(spec, "encoder")
         out += _stack(spec, "encoder", spec.encoder_layers, cross=False)
     if spec.has_decoder:
+        out += _stack_embeddings(spec, "decoder")
         out += _stack(spec, "decoder", spec.decoder_layers, cross=spec.family == "encoder-decoder")
     return out + _heads(spec)
 

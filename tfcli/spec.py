@@ -151,6 +151,15 @@ class Spec(BaseModel):
         "(RoBERTa, XLM-R: padding_idx + 1 = 2): the table has max_seq_len + position_offset "
         "rows, the first position_offset unused by real tokens; max_seq_len stays the longest "
         "sequence. Needs positions: learned.")
+    per_stack_embeddings: bool = Field(
+        False, description="Each stack of an encoder-decoder has its own learned position table "
+        "and, with embedding_norm, its own embedding norm, Weights `encoder.position_embedding`, "
+        "`decoder.embedding_norm` ... (BART's embed_positions and layernorm_embedding per stack); "
+        "the token table stays one, shared. Needs family encoder-decoder and positions: learned.")
+    final_logits_bias: bool = Field(
+        False, description="A (1, vocab_size) bias added to the vocabulary logits that "
+        "transformers keeps as a buffer (BART final_logits_bias): loaded and run, shown, counted "
+        "0 as num_parameters() counts it. Needs lm_head.")
     shared_layers: bool = Field(
         False, description="One set of block weights that every block of the stack runs "
         "(ALBERT, num_hidden_groups 1): counted once, run n_layers times; the trace shows every "
@@ -188,16 +197,12 @@ class Spec(BaseModel):
         "`activation`, which must then be a plain (not gated) one.")
     pad_token_id: int | None = Field(
         None, ge=0, description="sequence_classification on a decoder: each row is read at "
-        "its last token that is not this id, left or right padded (transformers), among those "
-        "the attention mask keeps; default: the last token the attention mask keeps.")
+        "its last token that is not this id, left or right padded (transformers); default: "
+        "the last token the attention mask keeps.")
     pooler_activation: PoolerActivation = Field(
         "tanh", description="The pooler's activation: act(W h[first] + b). tanh = BERT's pooler "
         "and RoBERTa's classification head (classifier.dense); gelu = ELECTRA's; relu = "
         "DistilBERT's pre_classifier. Needs pooler.")
-    classifier_dense: bool = Field(
-        False, description="A (d_model, d_model) dense (with a bias when `bias`) and "
-        "head_activation on what the classifier reads, before it: ELECTRA's discriminator "
-        "(discriminator_predictions.dense on every token). Classification heads only.")
 
     # mixture of experts
     n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")
@@ -484,6 +489,12 @@ def _check_family_fields(spec: Spec) -> None:
         raise SpecConsistencyError("sliding_window", "only applies to family 'decoder'")
     if spec.tied_head_rescale and not spec.tie_embeddings:
         raise SpecConsistencyError("tied_head_rescale", "needs tie_embeddings: true")
+    if spec.per_stack_embeddings and (spec.family != "encoder-decoder"
+                                      or spec.positions != "learned"):
+        raise SpecConsistencyError("per_stack_embeddings", "needs family 'encoder-decoder' and "
+                                   f"positions: learned (got {spec.family!r}, {spec.positions!r})")
+    if spec.final_logits_bias and not spec.lm_head:
+        raise SpecConsistencyError("final_logits_bias", "needs lm_head: true")
 
 
 def _check_wiring(spec: Spec) -> None:

@@ -1,5 +1,6 @@
-"""The bundled mT5 / UMT5 specs in the trace: who owns the relative-position tables, and the
-analytic rows against a real forward (`tfcli trace --execute`, narrowed to 2 blocks a stack)."""
+"""The bundled mT5 / UMT5 / BART specs in the trace: who owns the relative-position tables and
+each stack's embedding tables, and the analytic rows against a real forward (`tfcli trace
+--execute`, 2 blocks a stack)."""
 
 from __future__ import annotations
 
@@ -44,9 +45,25 @@ def test_execute_check_at_two_blocks_a_stack(name: str) -> None:
     assert check.matches == len(report.rows) == check.observed
 
 
-# Through the CLI at full size for the per-layer tables' spec only (10 s: the 256k tables)
-def test_bundled_umt5_trace_execute_at_two_layers(invoke) -> None:  # noqa: ANN001
-    result = invoke("trace", "umt5-small", "--execute", "--layers", "2", "--seq-len", "8",
-                    "-f", "json")
+def test_each_bart_stack_owns_its_own_position_table_and_norm() -> None:
+    report = build_trace(load_spec("bart-base").with_layers(2), seq_len=4)
+    owned = {(r.path, r.op): (r.params, r.weights) for r in report.rows if r.path == "embed"}
+    rows = [r for r in report.rows if r.path == "embed"]
+    assert [(r.op, r.params, r.weights) for r in rows] == [
+        ("token_embedding", 50265 * 768, ("token_embedding",)),
+        ("position_embedding", 1026 * 768, ("encoder.position_embedding",)),
+        ("embedding_norm", 2 * 768, ("encoder.embedding_norm.scale", "encoder.embedding_norm.bias")),
+        ("token_embedding", 0, ()),
+        ("position_embedding", 1026 * 768, ("decoder.position_embedding",)),
+        ("embedding_norm", 2 * 768, ("decoder.embedding_norm.scale", "decoder.embedding_norm.bias")),
+    ], owned
+    (logits,) = [r for r in report.rows if r.op == "logits"]
+    assert (logits.params, logits.weights) == (0, ("final_logits_bias",))  # tied head, buffer
+
+
+# Through the CLI at full size: UMT5 (10 s: the 256k tables) and BART-base
+@pytest.mark.parametrize("name", ["umt5-small", "bart-base"])
+def test_bundled_trace_execute_at_two_layers(name: str, invoke) -> None:  # noqa: ANN001
+    result = invoke("trace", name, "--execute", "--layers", "2", "--seq-len", "8", "-f", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["execute"]["ok"]

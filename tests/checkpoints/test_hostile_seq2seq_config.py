@@ -1,4 +1,4 @@
-"""The mt5 / umt5 readers on hostile config.json values: named refusals (exit 2, one line that
+"""The mt5 / umt5 / bart readers on hostile config.json values: named refusals (exit 2, one line that
 names config.json and the key), and any JSON in the keys they read ends in a spec or in one
 short BadInputError, never another exception (as test_hostile_config.py)."""
 
@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tests.checkpoints.test_hostile_config import MAX_MESSAGE
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.configs import config_from_bytes
+from tfcli.checkpoints.families.bart import DEFAULTS as BART_DEFAULTS
 from tfcli.checkpoints.families.t5 import MT5_DEFAULTS, UMT5_DEFAULTS
 from tfcli.errors import BadInputError
 
@@ -20,6 +21,10 @@ SMALL = {"vocab_size": 50, "d_model": 16, "d_kv": 4, "d_ff": 24, "num_layers": 2
 BASES = [SMALL | {"model_type": "mt5", "architectures": ["MT5ForConditionalGeneration"]},
          SMALL | {"model_type": "umt5", "architectures": ["UMT5ForConditionalGeneration"]}]
 FIELDS = sorted(set(MT5_DEFAULTS) | set(UMT5_DEFAULTS) | {"scale_decoder_outputs"})
+BART = {"model_type": "bart", "architectures": ["BartForConditionalGeneration"], "vocab_size": 50,
+        "d_model": 16, "encoder_layers": 2, "decoder_layers": 2, "encoder_ffn_dim": 24,
+        "decoder_ffn_dim": 24, "encoder_attention_heads": 2, "decoder_attention_heads": 2,
+        "max_position_embeddings": 32}
 SCALARS = (st.none() | st.booleans() | st.integers() | st.integers(-3, 8)
            | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=12))
 JSON = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=5), max_leaves=10)
@@ -61,6 +66,41 @@ def test_mt5_never_rescales_and_umt5_follows_scale_decoder_outputs() -> None:
     assert (mt5.tied_head_rescale, umt5.tied_head_rescale) == (False, True)
     assert _spec(BASES[1] | tied | {"scale_decoder_outputs": False}).tied_head_rescale is False
     assert (mt5.relative_bias_per_layer, umt5.relative_bias_per_layer) == (False, True)
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"encoder_ffn_dim": 32}, "encoder_ffn_dim 32 and decoder_ffn_dim 24 differ"),
+    ({"decoder_attention_heads": 4}, "encoder_attention_heads 2 and decoder_attention_heads 4"),
+    ({"activation_function": "tanh"}, "activation_function 'tanh' is not supported"),
+    ({"tie_word_embeddings": False}, "an untied BART head is not supported"),
+    ({"max_position_embeddings": 0}, "field 'max_position_embeddings': must be positive"),
+    ({"scale_embedding": "yes"}, "field 'scale_embedding'"),
+    ({"encoder_layers": None}, "field 'encoder_layers'"),
+    ({"d_model": 17}, "n_heads"),
+    ({"architectures": ["BartForSequenceClassification"]}, "BartForSequenceClassification"),
+])
+def test_bad_bart_values_are_refused_by_name(change: dict, says: str) -> None:
+    message = _message(BART | change)
+    assert message.startswith("config.json") and says in message, message
+
+
+def test_bart_model_has_neither_head_nor_logits_bias() -> None:
+    spec = _spec(BART | {"architectures": ["BartModel"]})
+    assert (spec.lm_head, spec.final_logits_bias, spec.per_stack_embeddings) == (False, False, True)
+
+
+@settings(max_examples=200, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(fields=st.dictionaries(st.sampled_from(sorted(BART_DEFAULTS)), JSON, min_size=1,
+                              max_size=4))
+def test_any_json_in_the_keys_bart_reads(fields: dict) -> None:
+    try:
+        spec = _spec(BART | fields)
+    except BadInputError as exc:
+        assert len(exc.message) < MAX_MESSAGE and "\n" not in exc.message, exc.message
+        assert exc.message.isprintable(), exc.message
+    else:
+        assert spec.position_rows == spec.max_seq_len + 2
 
 
 @settings(max_examples=200, deadline=None, database=None,

@@ -19,7 +19,8 @@ import numpy as np
 from tfcli.analysis.model_source import Model
 from tfcli.arrays import Array
 from tfcli.engine.inputs import StackInput
-from tfcli.engine.model import ForwardOutput, embed, forward_hidden, layer_specs, output_logits
+from tfcli.engine.model import (ForwardOutput, embed, forward_hidden, layer_specs, output_logits,
+                                stack_tables)
 from tfcli.engine.weights import StackWeights, Weights, named_arrays
 from tfcli.errors import BadInputError, CheckFailedError
 from tfcli.spec import Spec
@@ -98,7 +99,9 @@ def _stack_stages(spec: Spec, stack: StackWeights, x: Array, *, causal: bool, na
 def _stages(spec: Spec, weights: Weights, tokens: Array,
             decoder_tokens: Array | None) -> Iterator[tuple[str, Array]]:
     """(where, output) after the embeddings, each block, each final norm and the head."""
-    x = embed(spec, weights, tokens, StackInput.over(tokens.shape[1], False).positions)
+    first = weights.encoder if spec.has_encoder else weights.decoder
+    x = embed(spec, stack_tables(weights, first), tokens,
+              StackInput.over(tokens.shape[1], False).positions)
     yield "the embeddings", x
     encoder_out = None
     if spec.family == "encoder-decoder" and weights.encoder is not None:
@@ -106,7 +109,8 @@ def _stages(spec: Spec, weights: Weights, tokens: Array,
             yield where, x
         encoder_out = x
         target = np.zeros((tokens.shape[0], 1), np.int64) if decoder_tokens is None else decoder_tokens
-        x = embed(spec, weights, target, StackInput.over(target.shape[1], True).positions)
+        x = embed(spec, stack_tables(weights, weights.decoder), target,
+                  StackInput.over(target.shape[1], True).positions)
         yield "the decoder embeddings", x
     causal = spec.family != "encoder"
     stack = weights.decoder if causal else weights.encoder

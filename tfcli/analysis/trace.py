@@ -187,9 +187,13 @@ class _Tracer:
         self.rows.append(TraceRow(path, op, tuple(inputs), output, owned.params, flops, act_bytes,
                                   weights=owned.paths))
 
-    def embed(self, length: int, owns_tables: bool) -> None:
+    def embed(self, length: int, owns_tables: bool, stack: str = "") -> None:
+        """The embedding rows of `stack`'s input; the first call owns the shared tables, each
+        stack its own position table and norm (per_stack_embeddings: `decoder.` ones)."""
         s, x = self.spec, (self.batch, length, self.spec.embedding_width)
         def own(prefix: str) -> Owned:
+            if s.per_stack_embeddings and prefix in ("position_embedding", "embedding_norm"):
+                return self.owned(f"{stack}.{prefix}")
             return self.owned(prefix) if owns_tables else NOTHING
         self.add("embed", "token_embedding", [x[:2]], x, own("token_embedding"))
         if s.scale_embeddings:  # x * sqrt(d_model): one multiply per element
@@ -403,8 +407,11 @@ class _Tracer:
                      NORM_FLOPS * B * length * d)
         if s.lm_head:  # a tied head owns nothing: its table belongs to token_embedding
             logits = (B, length, s.vocab_size)
-            flops = _linear_flops(B * length, d, s.vocab_size, s.lm_head_bias)
+            biased = s.lm_head_bias or s.final_logits_bias  # final_logits_bias: a 0-count buffer
+            flops = _linear_flops(B * length, d, s.vocab_size, biased)
             owned = self.owned("lm_head", "lm_head_bias") if s.lm_head_bias else self.owned("lm_head")
+            if s.final_logits_bias:
+                owned = self.owned("lm_head", "final_logits_bias")
             self.add("head", "logits", [x], logits, owned, flops)
         if s.lm_head and s.final_logit_softcap is not None:  # c * tanh(z / c), elementwise
             logits = (B, length, s.vocab_size)
@@ -423,10 +430,6 @@ class _Tracer:
         s, B, d, labels = self.spec, self.batch, self.spec.d_model, self.spec.num_labels or 0
         tokens = B * length if s.head == "token_classification" else B
         x = (B, length, d) if s.head == "token_classification" else (B, d)
-        if s.classifier_dense:  # act(x @ W + b) on each row the classifier reads
-            self.add("head", "classifier_dense", [x], x,
-                     self.owned("head_dense", "head_dense_bias"),
-                     _linear_flops(tokens, d, d, s.bias) + ACTIVATION_FLOPS * tokens * d)
         self.add("head", "classifier", [x], (*x[:-1], labels),
                  self.owned("classifier", "classifier_bias"),
                  _linear_flops(tokens, d, labels, bool(s.classifier_bias)))
@@ -468,9 +471,9 @@ def _trace_forward(tracer: _Tracer, spec: Spec, seq: int, src: int | None,
         tracer.stack("encoder" if spec.family == "encoder" else "decoder", seq, None)
         tracer.head(seq)
         return seq
-    tracer.embed(src, owns_tables=True)  # encoder-decoder: source first, then target
+    tracer.embed(src, owns_tables=True, stack="encoder")  # encoder-decoder: source, then target
     tracer.stack("encoder", src, None)
-    tracer.embed(tgt, owns_tables=False)
+    tracer.embed(tgt, owns_tables=False, stack="decoder")
     tracer.stack("decoder", tgt, memory_len=src)
     tracer.head(tgt)
     return src + tgt

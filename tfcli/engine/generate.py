@@ -19,7 +19,7 @@ from tfcli.arrays import Array
 from tfcli.engine.blas import CoreWatch, blas_threads, idle_cores
 from tfcli.engine.cache import KVCache
 from tfcli.engine.inputs import StackInput
-from tfcli.engine.model import embed, forward_hidden, output_logits
+from tfcli.engine.model import embed, forward_hidden, output_logits, stack_tables
 from tfcli.engine.parallel import WORKERS
 from tfcli.engine.positions import default_positions
 from tfcli.engine.sampling import SamplingConfig, sample
@@ -155,7 +155,7 @@ def right_pad(rows: list[Array]) -> tuple[Array, Array | None]:
 def encode(spec: Spec, weights: Weights, source: Array, mask: Array | None = None) -> Array:
     """The encoder of an encoder-decoder, run once: (B, S) -> (B, S, d)."""
     inputs = StackInput.over(source.shape[1], False, mask)
-    x = embed(spec, weights, source, inputs.positions)  # (B, S, d)
+    x = embed(spec, stack_tables(weights, weights.encoder), source, inputs.positions)  # (B, S, d)
     with blas_threads(1):  # all parallelism comes from the engine's own pool (parallel.py)
         return forward_hidden(spec, weights.encoder, x, inputs)
 
@@ -180,7 +180,7 @@ def _decoder_logits(spec: Spec, weights: Weights, tokens: Array, cache: KVCache 
     """Run tokens (B, t) occupying slots [start, start + t); logits (B, V) of the last slot.
     BLAS threads are the caller's (1 unless a decode step was given idle cores)."""
     inputs = _step_input(tokens, cache, start, batch)
-    x = embed(spec, weights, tokens, inputs.positions)  # (B, t, d)
+    x = embed(spec, stack_tables(weights, weights.decoder), tokens, inputs.positions)  # (B, t, d)
     hidden = forward_hidden(spec, weights.decoder, x, inputs, cache)
     return output_logits(spec, weights, hidden[:, -1])  # (B, d) -> (B, V)
 

@@ -209,7 +209,12 @@ class Initializer:
             blocks = [self.block(cross)] * n_layers
         else:
             blocks = [self.block(cross, i) for i in range(n_layers)]
-        return StackWeights(blocks, self.norm() if s.final_norm else None, rel)
+        stack = StackWeights(blocks, self.norm() if s.final_norm else None, rel)
+        if s.per_stack_embeddings:  # BART: the stack's own position table and embedding norm
+            e = s.embedding_width
+            stack.position_embedding = self.normal(s.position_rows, e)
+            stack.embedding_norm = self.norm(e) if s.embedding_norm else None
+        return stack
 
     def weights(self) -> Weights:
         """The whole tree of `spec`, drawn in a fixed order (the seed's values depend on it)."""
@@ -218,9 +223,11 @@ class Initializer:
         e = s.embedding_width
         token = (self.normal(s.vocab_size, e) if s.lm_head and not s.tie_embeddings
                  else self._transposed(s.vocab_size, e))
-        position = self.normal(s.position_rows, e) if s.positions == "learned" else None
+        shared_tables = not s.per_stack_embeddings  # else each stack draws its own
+        position = (self.normal(s.position_rows, e) if s.positions == "learned" and shared_tables
+                    else None)
         token_type = self.normal(s.type_vocab_size, e) if s.type_vocab_size else None
-        emb_norm = self.norm(e) if s.embedding_norm else None
+        emb_norm = self.norm(e) if s.embedding_norm and shared_tables else None
         project = self.normal(e, s.d_model) if s.embedding_dim is not None else None
         encoder = self.stack(s.encoder_layers, cross=False) if s.has_encoder else None
         decoder = (self.stack(s.decoder_layers, cross=s.family == "encoder-decoder")
@@ -234,6 +241,8 @@ class Initializer:
         if s.lm_head_bias:
             weights.lm_head_bias = self.zeros(s.vocab_size)
         self.task_head(weights)
+        if s.final_logits_bias:  # drawn, not zero as transformers starts it: tests then see it
+            weights.final_logits_bias = self.normal(1, s.vocab_size)
         return weights
 
     def task_head(self, weights: Weights) -> None:
@@ -243,9 +252,6 @@ class Initializer:
             weights.head_dense = self.normal(s.d_model, s.d_model)
             weights.head_dense_bias = self.zeros(s.d_model) if s.bias else None
             weights.head_norm = self.norm()
-        if s.classifier_dense:
-            weights.head_dense = self.normal(s.d_model, s.d_model)
-            weights.head_dense_bias = self.zeros(s.d_model) if s.bias else None
         if s.num_labels is not None:  # set for the classification heads only
             weights.classifier = self.normal(s.d_model, s.num_labels)
             weights.classifier_bias = self.zeros(s.num_labels) if s.classifier_bias else None

@@ -230,6 +230,15 @@ def embed(spec: Spec, weights: Weights, tokens: Array, positions: Array,
     return x
 
 
+def stack_tables(weights: Weights, stack: StackWeights | None) -> Weights:
+    """`weights` with `stack`'s own position table and embedding norm in place of the shared
+    ones (spec.per_stack_embeddings: BART), for embed(); else `weights` itself."""
+    if stack is None or (stack.position_embedding is None and stack.embedding_norm is None):
+        return weights
+    return replace(weights, position_embedding=stack.position_embedding,
+                   embedding_norm=stack.embedding_norm)
+
+
 def output_logits(spec: Spec, weights: Weights, hidden: Array, probe: Probe = NO_PROBE) -> Array:
     """Vocabulary logits: (B, T, d) -> (B, T, V), soft-capped with final_logit_softcap; under
     head masked_lm, after its transform."""
@@ -251,6 +260,8 @@ def _head_logits(spec: Spec, weights: Weights, hidden: Array) -> Array:
         logits = linear(hidden, weights.token_embedding.T)  # (B, T, d) @ (d, V), a view
     if weights.lm_head_bias is not None:  # untied (Phi-2, GPT-J) or tied (masked_lm)
         logits += weights.lm_head_bias  # (V,)
+    if weights.final_logits_bias is not None:  # BART's buffer
+        logits += weights.final_logits_bias  # (1, V)
     return logits
 
 
@@ -270,8 +281,7 @@ def _heads(spec: Spec, weights: Weights, hidden: Array, probe: Probe,
         pooled = act(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
         probe("pooler", pooled.shape)
     if spec.num_labels is not None:  # a classification head
-        scores = classify(spec, weights, classifier_input(spec, hidden, pooled, tokens, mask),
-                          probe)
+        scores = classify(weights, classifier_input(spec, hidden, pooled, tokens, mask), probe)
     return logits, pooled, scores
 
 
@@ -339,7 +349,8 @@ def _encoder_decoder(spec: Spec, weights: Weights, x: Array, source: StackInput,
     target = given.decoder_tokens
     inputs = StackInput.over(target.shape[1], True, given.decoder_attention_mask, encoded,
                              source.key_mask)
-    y = embed(spec, weights, target, inputs.positions, None, probe)  # (B, T, d)
+    y = embed(spec, stack_tables(weights, weights.decoder), target, inputs.positions, None,
+              probe)  # (B, T, d)
     hidden = forward_hidden(spec, weights.decoder, y, inputs, None, probe)  # (B, T, d)
     logits, pooled, scores = _heads(spec, weights, hidden, probe, target,
                                     given.decoder_attention_mask)
@@ -373,7 +384,9 @@ def forward(spec: Spec, weights: Weights, tokens: Array | ModelInput,
     causal = spec.family == "decoder"
     inputs = StackInput(causal, given.positions, given.positions, 0, given.attention_mask)
     with blas_threads(1):  # all parallelism comes from the engine's own pool (parallel.py)
-        x = embed(spec, weights, given.tokens, inputs.positions, given.token_types, probe)
+        first = weights.encoder if spec.has_encoder else weights.decoder  # the stack x enters
+        x = embed(spec, stack_tables(weights, first), given.tokens, inputs.positions,
+                  given.token_types, probe)
         if spec.family == "encoder-decoder":
             return _encoder_decoder(spec, weights, x, inputs, given, probe)
         stack = weights.decoder if causal else weights.encoder

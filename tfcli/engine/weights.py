@@ -94,6 +94,9 @@ class StackWeights:
     blocks: list[BlockWeights]  # under spec.shared_layers, one BlockWeights listed n_layers times
     final_norm: NormWeights | None
     relative_bias: Array | None = None  # (relative_buckets, n_heads), shared by the stack's blocks
+    # the stack's own embedding tables (spec.per_stack_embeddings, BART); None: Weights' shared ones
+    position_embedding: Array | None = None  # (max_seq_len + position_offset, embedding_width)
+    embedding_norm: NormWeights | None = None
 
 
 @dataclass
@@ -117,6 +120,7 @@ class Weights:
     head_norm: NormWeights | None = None  # (d_model,), the spec's norm
     classifier: Array | None = None  # (d_model, num_labels), classification heads
     classifier_bias: Array | None = None  # (num_labels,), spec.classifier_bias
+    final_logits_bias: Array | None = None  # (1, vocab_size), spec.final_logits_bias (a buffer)
 
     @property
     def stacks(self) -> list[StackWeights]:
@@ -152,7 +156,7 @@ def iter_arrays(obj: object) -> Iterator[Array]:
 
 # Fields holding arrays transformers keeps as buffers, not parameters: loaded and run, not
 # counted (tfcli.params.Component.buffer)
-BUFFERS = ("router_bias",)
+BUFFERS = ("router_bias", "final_logits_bias")
 
 
 def count_parameters(weights: Weights) -> int:

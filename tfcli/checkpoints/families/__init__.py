@@ -17,6 +17,7 @@ from tfcli.checkpoints.families import gemma
 from tfcli.checkpoints.families import qwen_moe
 from tfcli.checkpoints.families import albert, distilbert, electra, roberta
 from tfcli.checkpoints.families import deepseek
+from tfcli.checkpoints.families import bart
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.names import Table, with_classifier
@@ -45,6 +46,7 @@ FAMILIES: dict[str, Family] = {
     "t5": Family(t5.DEFAULTS, t5.read, t5.TABLE),
     "mt5": Family(t5.MT5_DEFAULTS, t5.read_mt5, t5.TABLE),
     "umt5": Family(t5.UMT5_DEFAULTS, t5.read_umt5, t5.UMT5_TABLE),
+    "bart": Family(bart.DEFAULTS, bart.read, bart.TABLE),
     "gpt_neox": Family(gpt_neox.DEFAULTS, gpt_neox.read, gpt_neox.TABLE),
     "gptj": Family(gptj.DEFAULTS, gptj.read, gptj.TABLE),
     "phi": Family(phi.DEFAULTS, phi.read, phi.TABLE),

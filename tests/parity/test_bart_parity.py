@@ -1,0 +1,129 @@
+"""BART against transformers: small random models saved (a random final_logits_bias buffer, the
+two stacks' position tables and embedding norms distinct), loaded through tfcli, compared logit
+by logit on padded source batches (right and left padding, a padded target), greedy generation
+token for token, `tfcli generate --check-cache`, `tfcli trace --execute`, and the parameter count
+four ways. Two recipes: BART-base's (exact GELU, no embedding scale) and scale_embedding with
+ReLU.
+
+Tolerance: float32 rtol = atol = 1e-4 (as test_hf_parity.py), on the real target positions.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import BartConfig, BartForConditionalGeneration, PreTrainedModel
+
+from tests.parity.greedy import hf_greedy, tfcli_greedy
+from tests.parity.saved_models import assert_counts_match, save_random
+from tests.parity.test_hf_parity import F32
+from tfcli.checkpoints import load_weights, spec_from_config_dir
+from tfcli.engine.model import ModelInput, forward
+
+VOCAB, BATCH, SOURCE, TARGET, NEW_TOKENS = 120, 2, 12, 7, 8
+# decoder_start_token_id 0: tfcli's generate starts the decoder from token 0; no forced EOS
+SMALL = {"vocab_size": VOCAB, "d_model": 48, "encoder_layers": 2, "decoder_layers": 3,
+         "encoder_ffn_dim": 80, "decoder_ffn_dim": 80, "encoder_attention_heads": 4,
+         "decoder_attention_heads": 4, "max_position_embeddings": 40,
+         "decoder_start_token_id": 0, "forced_eos_token_id": None}
+CASES: dict[str, dict[str, object]] = {
+    "bart": {},
+    "bart-scaled-relu": {"scale_embedding": True, "activation_function": "relu"},
+}
+PROMPTS = [[5, 17, 33, 2, 80, 9, 41], [9, 1, 4]]
+
+
+def _save(change: dict[str, object], path: Path, std: float | None = None) -> PreTrainedModel:
+    """A random BART with a random final_logits_bias (a buffer: save_random leaves it 0),
+    saved and returned in eager attention and eval mode."""
+    def make() -> PreTrainedModel:
+        return BartForConditionalGeneration(BartConfig(**SMALL | change))
+    model = save_random(make, path, std)
+    with torch.no_grad():
+        model.final_logits_bias.normal_(0.0, 0.5)
+    model.save_pretrained(path, safe_serialization=True)
+    return model
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def saved(request: pytest.FixtureRequest,
+          tmp_path_factory: pytest.TempPathFactory) -> tuple[PreTrainedModel, Path]:
+    path = tmp_path_factory.mktemp(request.param)
+    return _save(CASES[request.param], path), path
+
+
+def _inputs(left: bool) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    source = rng.integers(3, VOCAB, size=(BATCH, SOURCE))
+    mask = np.ones((BATCH, SOURCE), dtype=np.int64)
+    mask[1, :4] = 0 if left else 1
+    mask[1, -4:] = 1 if left else 0
+    target = rng.integers(0, VOCAB, size=(BATCH, TARGET))
+    target_mask = np.ones((BATCH, TARGET), dtype=np.int64)
+    target_mask[0, -2:] = 0  # a right-padded target row
+    return {"source": source, "mask": mask, "target": target, "target_mask": target_mask}
+
+
+def _logits(saved: tuple[PreTrainedModel, Path], left: bool) -> tuple[np.ndarray, np.ndarray]:
+    model, path = saved
+    given = _inputs(left)
+    t = {k: torch.from_numpy(v) for k, v in given.items()}
+    with torch.no_grad():
+        want = model(input_ids=t["source"], attention_mask=t["mask"],
+                     decoder_input_ids=t["target"], decoder_attention_mask=t["target_mask"])
+    spec = spec_from_config_dir(path)
+    got = forward(spec, load_weights(path, spec), ModelInput(
+        given["source"], attention_mask=given["mask"], decoder_tokens=given["target"],
+        decoder_attention_mask=given["target_mask"]))
+    real = given["target_mask"].astype(bool)
+    return got.logits[real], want.logits.numpy()[real]
+
+
+@pytest.mark.parametrize("left", [False, True], ids=["right-padded", "left-padded"])
+def test_float32_logits_match_on_padded_batches(saved: tuple[PreTrainedModel, Path],
+                                                left: bool) -> None:
+    np.testing.assert_allclose(*_logits(saved, left), **F32)
+
+
+def test_each_stack_loads_its_own_tables_and_the_logits_bias(
+        saved: tuple[PreTrainedModel, Path]) -> None:
+    model, path = saved
+    weights = load_weights(path, spec_from_config_dir(path))
+    assert weights.position_embedding is None and weights.embedding_norm is None
+    for stack, hf in ((weights.encoder, model.model.encoder), (weights.decoder, model.model.decoder)):
+        np.testing.assert_array_equal(stack.position_embedding,
+                                      hf.embed_positions.weight.detach().numpy())
+        np.testing.assert_array_equal(stack.embedding_norm.bias,
+                                      hf.layernorm_embedding.bias.detach().numpy())
+    np.testing.assert_array_equal(weights.final_logits_bias, model.final_logits_bias.numpy())
+
+
+def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
+    assert_counts_match(*saved)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
+    model = _save(CASES[name], tmp_path, std=0.3)
+    expected = [hf_greedy(model, p, NEW_TOKENS) for p in PROMPTS]
+    assert tfcli_greedy(tmp_path, PROMPTS, NEW_TOKENS) == expected  # one padded batch
+    assert tfcli_greedy(tmp_path, PROMPTS[:1], NEW_TOKENS, use_cache=False) == expected[:1]
+
+
+def test_check_cache_passes(saved: tuple[PreTrainedModel, Path], invoke) -> None:  # noqa: ANN001
+    result = invoke("generate", str(saved[1]), "--tokens", ",".join(map(str, PROMPTS[0])),
+                    "--max-new-tokens", "10", "--check-cache", "-f", "json")
+    assert result.exit_code == 0, result.output
+    check = json.loads(result.stdout)["check"]
+    assert check["ok"] and check["identical_tokens"], check
+
+
+def test_trace_execute_matches_the_analytic_rows(saved: tuple[PreTrainedModel, Path],
+                                                 invoke) -> None:  # noqa: ANN001
+    result = invoke("trace", str(saved[1]), "--execute", "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["execute"]["ok"]
