@@ -264,9 +264,14 @@ def _mlm_transform(spec: Spec) -> list[Component]:
 
 
 def _classifier(spec: Spec) -> list[Component]:
-    """A classification head's (d, num_labels) classifier [+ bias]."""
-    labels = spec.num_labels or 0
-    out = [Component("head.classifier.weight", HEAD, (spec.d_model, labels), path="classifier")]
+    """A classification head's (d, num_labels) classifier [+ bias], after its classifier_dense
+    (d, d) [+ bias] when it has one."""
+    labels, d = spec.num_labels or 0, spec.d_model
+    out = [Component("head.dense.weight", HEAD, (d, d), path="head_dense")] \
+        if spec.classifier_dense else []
+    if spec.classifier_dense and spec.bias:
+        out.append(Component("head.dense.bias", HEAD, (d,), path="head_dense_bias"))
+    out.append(Component("head.classifier.weight", HEAD, (d, labels), path="classifier"))
     if spec.classifier_bias:
         out.append(Component("head.classifier.bias", HEAD, (labels,), path="classifier_bias"))
     return out

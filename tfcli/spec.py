@@ -197,12 +197,16 @@ class Spec(BaseModel):
         "`activation`, which must then be a plain (not gated) one.")
     pad_token_id: int | None = Field(
         None, ge=0, description="sequence_classification on a decoder: each row is read at "
-        "its last token that is not this id, left or right padded (transformers); default: "
-        "the last token the attention mask keeps.")
+        "its last token that is not this id, left or right padded (transformers), among those "
+        "the attention mask keeps; default: the last token the attention mask keeps.")
     pooler_activation: PoolerActivation = Field(
         "tanh", description="The pooler's activation: act(W h[first] + b). tanh = BERT's pooler "
         "and RoBERTa's classification head (classifier.dense); gelu = ELECTRA's; relu = "
         "DistilBERT's pre_classifier. Needs pooler.")
+    classifier_dense: bool = Field(
+        False, description="A (d_model, d_model) dense (with a bias when `bias`) and "
+        "head_activation on what the classifier reads, before it: ELECTRA's discriminator "
+        "(discriminator_predictions.dense on every token). Classification heads only.")
 
     # mixture of experts
     n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")

@@ -49,11 +49,11 @@ def resolve_head(spec: Spec) -> None:
         _fill(spec, "num_labels", DEFAULT_LABELS)
         _fill(spec, "classifier_bias", not (spec.head == "sequence_classification"
                                             and spec.family == "decoder"))
-    if spec.head == "masked_lm":
+    if spec.head == "masked_lm" or spec.classifier_dense:
         _fill(spec, "head_activation", spec.activation)
         if spec.head_activation in ("swiglu", "geglu", "geglu_tanh"):
             raise SpecConsistencyError("head_activation", f"must be a plain activation for the "
-                                       f"masked_lm transform (got {spec.head_activation!r})")
+                                       f"head's dense (got {spec.head_activation!r})")
 
 
 def _fill(spec: Spec, field: str, value: object) -> None:
@@ -63,7 +63,7 @@ def _fill(spec: Spec, field: str, value: object) -> None:
 
 def _check_fields(spec: Spec) -> None:
     uses = {"num_labels": spec.head in CLASSIFIERS, "classifier_bias": spec.head in CLASSIFIERS,
-            "head_activation": spec.head == "masked_lm",
+            "head_activation": spec.head == "masked_lm" or spec.classifier_dense,
             "pad_token_id": spec.head == "sequence_classification"}
     for field, used in uses.items():
         if getattr(spec, field) is not None and not used:
@@ -74,6 +74,8 @@ def _check_fields(spec: Spec) -> None:
     if spec.pad_token_id is not None and spec.pad_token_id >= spec.vocab_size:
         raise SpecConsistencyError("pad_token_id", f"{spec.pad_token_id:,} lies outside the "
                                    f"vocabulary [0, {spec.vocab_size:,})")
+    if spec.classifier_dense and spec.head not in CLASSIFIERS:
+        raise SpecConsistencyError("classifier_dense", f"does not apply to head {spec.head!r}")
     if spec.pooler_activation != "tanh" and not spec.pooler:
         raise SpecConsistencyError("pooler_activation", "needs pooler: true")
     if spec.head == "sequence_classification" and spec.family == "encoder-decoder":

@@ -22,6 +22,8 @@ HEADS = {
     "reward-model": {"family": "decoder", "head": "sequence_classification", "num_labels": 1,
                      "norm": "rmsnorm", "activation": "swiglu", "bias": False,
                      "positions": "rope", "tie_embeddings": False},
+    "electra-discriminator": {"family": "encoder", "head": "token_classification",
+                              "num_labels": 1, "classifier_dense": True},
     "t5-qa": {"family": "encoder-decoder", "head": "token_classification", "num_labels": 2,
               "positions": "relative", "norm": "rmsnorm", "bias": False},
 }
@@ -44,6 +46,7 @@ def test_head_rows_own_the_head_and_match_the_engine(name: str) -> None:
         "token-classifier": [("classifier", (2, 6, labels))],
         "reward-model": [("classifier", (2, labels))],
         "t5-qa": [("classifier", (2, 6, labels))],
+        "electra-discriminator": [("classifier_dense", (2, 6, 16)), ("classifier", (2, 6, 1))],
     }[name]
     assert head == expected
 

@@ -28,6 +28,14 @@ def test_the_last_token_that_is_not_the_pad_id_is_read_left_or_right_padded() ->
     assert last_real_token(spec, tokens, None).tolist() == [2, 4, 2, 0]
 
 
+def test_the_mask_also_hides_padding_written_with_another_id() -> None:
+    """`tfcli run` pads several texts with id 0 whatever the model's pad id: the mask decides."""
+    spec = _spec(head="sequence_classification", pad_token_id=5)
+    tokens = np.array([[7, 8, 9, 0, 0], [7, 8, 9, 10, 5]])
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]], bool)
+    assert last_real_token(spec, tokens, mask).tolist() == [2, 3]
+
+
 def test_without_a_pad_id_the_attention_mask_decides_and_without_one_the_last_token() -> None:
     spec = _spec(head="sequence_classification")
     tokens = np.array([[5, 6, 7, 0], [5, 6, 7, 8]])
@@ -91,3 +99,24 @@ def test_pooler_activation_needs_a_pooler() -> None:
     from tfcli.errors import SpecConsistencyError
     with pytest.raises(SpecConsistencyError, match="pooler_activation"):
         Spec.model_validate(BASE | {"family": "encoder", "pooler_activation": "relu"})
+
+
+def test_classifier_dense_runs_before_the_classifier_on_every_token() -> None:
+    """ELECTRA's discriminator: act(h W + b) on each token, then a (d, 1) classifier."""
+    spec = Spec.model_validate(BASE | {"family": "encoder", "head": "token_classification",
+                                       "num_labels": 1, "classifier_dense": True,
+                                       "head_activation": "relu"})
+    weights = init_weights(spec, seed=3)
+    weights.head_dense_bias = weights.head_dense_bias + 0.05
+    assert count_parameters(weights) == total_parameters(spec)
+    out = forward(spec, weights, np.array([[1, 2, 3, 4]]))
+    dense = np.maximum(out.hidden @ weights.head_dense + weights.head_dense_bias, 0)  # (1, T, d)
+    np.testing.assert_allclose(out.scores, dense @ weights.classifier + weights.classifier_bias,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_classifier_dense_needs_a_classifier() -> None:
+    from tfcli.errors import SpecConsistencyError
+    with pytest.raises(SpecConsistencyError, match="classifier_dense"):
+        Spec.model_validate(BASE | {"family": "encoder", "head": "masked_lm",
+                                    "classifier_dense": True})

@@ -1,6 +1,7 @@
-"""RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA and ALBERT bodies against transformers: small
-random models saved (save_random), loaded through tfcli, their last hidden state (and pooler
-output) compared on a right-padded batch; counted four ways (assert_counts_match).
+"""RoBERTa, XLM-RoBERTa, DistilBERT, ELECTRA and ALBERT against transformers: small random
+models saved (save_random), loaded through tfcli, their last hidden state (and pooler output),
+and the masked-LM logits / classification scores of their head classes, compared on a
+right-padded batch; counted four ways (assert_counts_match).
 
 Tolerance: float32 rtol = atol = 1e-4 (as test_hf_parity.py). RoBERTa's padding positions read
 row padding_idx in transformers and a real row in tfcli (position_offset + index): those rows'
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import transformers
 from transformers import (
     AlbertConfig,
     AlbertModel,
@@ -164,3 +166,39 @@ def test_albert_holds_one_block_and_runs_it_at_every_layer(tmp_path: Path) -> No
     assert all(block is blocks[0] for block in blocks)  # the same arrays, not copies
     paths = [p for p, _ in named_arrays(weights) if ".blocks." in p]
     assert paths and all(p.startswith("encoder.blocks.0.") for p in paths)
+
+
+# --- the heads of these families (issue 16 item 1's head kinds, on these bodies) --------------
+
+HEADS: dict[str, Callable[[], PreTrainedModel]] = {
+    "roberta-masked-lm": lambda: transformers.RobertaForMaskedLM(_roberta().config),
+    "roberta-classifier": lambda: transformers.RobertaForSequenceClassification(
+        _roberta().config),  # classifier.dense + tanh: the pooler
+    "distilbert-masked-lm": lambda: transformers.DistilBertForMaskedLM(_distilbert().config),
+    "distilbert-classifier": lambda: transformers.DistilBertForSequenceClassification(
+        _distilbert().config),  # pre_classifier + ReLU: the pooler
+    "electra-small-classifier": lambda: transformers.ElectraForSequenceClassification(
+        _electra_small().config),  # classifier.dense + GELU: the pooler
+    "albert-classifier": lambda: transformers.AlbertForSequenceClassification(_albert().config),
+    "albert-tokens": lambda: transformers.AlbertForTokenClassification(
+        _albert().config.__class__(**_albert().config.to_dict() | {"num_labels": 3})),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HEADS))
+def test_head_logits_match_transformers(name: str, tmp_path: Path) -> None:
+    model = save_random(HEADS[name], tmp_path)
+    tokens, mask = _batch(model)
+    with torch.no_grad():
+        want = model(input_ids=torch.from_numpy(tokens),
+                     attention_mask=torch.from_numpy(mask)).logits.numpy()
+    spec = spec_from_config_dir(tmp_path)
+    out = forward(spec, load_weights(tmp_path, spec), ModelInput(tokens, attention_mask=mask))
+    got = out.logits if spec.head == "masked_lm" else out.scores
+    assert got.shape == want.shape
+    if got.ndim == 3:  # per token: the real ones (RoBERTa's pads read other position rows)
+        real = mask.astype(bool)
+        np.testing.assert_allclose(got[real], want[real], **F32)
+    else:
+        np.testing.assert_allclose(got, want, **F32)
+    assert_counts_match(model, tmp_path)

@@ -1,5 +1,6 @@
-"""The encoder families' published configs at full size: the bare body class counted by
-transformers' num_parameters() on the meta device (tests/parity/meta_totals.py) and by tfcli."""
+"""The encoder families' published configs at full size: the bare body classes and the head
+classes (the config's own masked-LM class, classifiers) counted by transformers'
+num_parameters() on the meta device (tests/parity/meta_totals.py) and by tfcli."""
 
 from __future__ import annotations
 
@@ -29,9 +30,25 @@ CASES = {  # (config, class) -> transformers' and tfcli's total
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_encoder_body_totals_match_transformers(case: str) -> None:
-    config, name, expected = CASES[case]
+# the published configs' own classes, and classification heads on them (2 labels)
+HEAD_CASES = {
+    "distilbert-base-uncased masked LM": (DISTILBERT_BASE_UNCASED, "DistilBertForMaskedLM",
+                                          66_985_530),
+    "roberta-base masked LM": (ROBERTA_BASE, "RobertaForMaskedLM", 124_697_433),
+    "xlm-roberta-large masked LM": (XLM_ROBERTA_LARGE, "XLMRobertaForMaskedLM", 560_142_482),
+    "roberta-base classifier": (ROBERTA_BASE, "RobertaForSequenceClassification", 124_647_170),
+    "distilbert-base-uncased classifier": (DISTILBERT_BASE_UNCASED,
+                                           "DistilBertForSequenceClassification", 66_955_010),
+    "electra-base-discriminator classifier": (ELECTRA_BASE_DISCRIMINATOR,
+                                              "ElectraForSequenceClassification", 109_483_778),
+    "albert-base-v2 classifier": (ALBERT_BASE_V2, "AlbertForSequenceClassification",
+                                  11_685_122),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES) + sorted(HEAD_CASES))
+def test_encoder_totals_match_transformers(case: str) -> None:
+    config, name, expected = CASES.get(case) or HEAD_CASES[case]
     config = config | {"architectures": [name]}
     assert hf_total(config) == expected
     assert total_parameters(spec_from_config(config, "x")) == expected

@@ -430,6 +430,10 @@ class _Tracer:
         s, B, d, labels = self.spec, self.batch, self.spec.d_model, self.spec.num_labels or 0
         tokens = B * length if s.head == "token_classification" else B
         x = (B, length, d) if s.head == "token_classification" else (B, d)
+        if s.classifier_dense:  # act(x @ W + b) on each row the classifier reads
+            self.add("head", "classifier_dense", [x], x,
+                     self.owned("head_dense", "head_dense_bias"),
+                     _linear_flops(tokens, d, d, s.bias) + ACTIVATION_FLOPS * tokens * d)
         self.add("head", "classifier", [x], (*x[:-1], labels),
                  self.owned("classifier", "classifier_bias"),
                  _linear_flops(tokens, d, labels, bool(s.classifier_bias)))

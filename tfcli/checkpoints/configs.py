@@ -83,6 +83,8 @@ def head_fields(c: ConfigFields, arch: Architecture, fields: Config,
     head: Config = {"head": arch.head}
     if arch.head in CLASSIFIERS:
         head["num_labels"] = arch.labels or num_labels(c)
+    if arch.classifier_dense:  # its activation: the body's (ELECTRA's hidden_act)
+        head["classifier_dense"] = True
     if arch.head == "sequence_classification" and fields.get("family") == "decoder":
         head |= _pad_token(c, fields, notes)
     return head

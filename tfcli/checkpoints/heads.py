@@ -28,6 +28,7 @@ class Architecture:
     pooler: bool = True  # BERT's add_pooling_layer
     labels: int | None = None  # a class's fixed label count (QA: 2), else config num_labels
     encoder_only: bool = False  # an encoder-decoder family's encoder alone (T5EncoderModel)
+    classifier_dense: bool = False  # spec.classifier_dense (ELECTRA's discriminator)
 
 
 LM = Architecture(lm_head=True)
@@ -117,23 +118,51 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
     "bart": {"BartForConditionalGeneration": LM, "BartModel": BARE},
 }
 
-# The encoder families of issue 16: their bare bodies (ElectraModel and DistilBertModel have
-# no pooler; RobertaModel, XLMRobertaModel and AlbertModel do, add_pooling_layer=True)
-ENCODER_BODIES: dict[str, dict[str, Architecture]] = {
-    "roberta": {"RobertaModel": BARE},
-    "xlm-roberta": {"XLMRobertaModel": BARE},
-    "distilbert": {"DistilBertModel": Architecture(False, pooler=False)},
-    "electra": {"ElectraModel": Architecture(False, pooler=False)},
-    "albert": {"AlbertModel": BARE},
+
+def _encoder_family(prefix: str, body: Architecture, multiple_choice: bool = True,
+                    masked_lm: bool = True) -> dict[str, Architecture]:
+    """The classes of an encoder family of issue 16. A classification head that reads the
+    first token through a dense layer and an activation is the pooler as data: RoBERTa's and
+    ELECTRA's classifier.dense + out_proj, DistilBERT's pre_classifier + classifier (the
+    readers set pooler_activation); *ForMultipleChoice scores each choice with 1 label."""
+    classes = {f"{prefix}Model": body}
+    if masked_lm:
+        classes[f"{prefix}ForMaskedLM"] = MASKED_LM
+    classes |= {f"{prefix}ForSequenceClassification": SEQUENCE,
+                f"{prefix}ForTokenClassification": TOKENS, f"{prefix}ForQuestionAnswering": QA}
+    if multiple_choice:
+        classes[f"{prefix}ForMultipleChoice"] = Architecture(False, "sequence_classification",
+                                                             labels=1)
+    return classes
+
+
+# RobertaModel, XLMRobertaModel and AlbertModel have a pooler (add_pooling_layer=True);
+# ElectraModel and DistilBertModel none. ALBERT's and ELECTRA's vocabulary heads read
+# embedding_dim-wide embeddings (not built: spec.embedding_dim), see ENCODER_REFUSED.
+ARCHITECTURES |= {
+    "roberta": _encoder_family("Roberta", BARE),
+    "xlm-roberta": _encoder_family("XLMRoberta", BARE),
+    "distilbert": _encoder_family("DistilBert", Architecture(False, pooler=False)),
+    "electra": _encoder_family("Electra", Architecture(False, pooler=False),
+                               multiple_choice=False, masked_lm=False),
+    "albert": _encoder_family("Albert", BARE, masked_lm=False),
 }
-ARCHITECTURES |= ENCODER_BODIES
+ENCODER_REFUSED: dict[str, str] = {
+    "AlbertForMaskedLM": "a masked-LM head on factorised (embedding_size) embeddings",
+    "AlbertForPreTraining": "two heads at once (masked-LM and sentence-order prediction)",
+    "ElectraForMaskedLM": "a generator's masked-LM head on embedding_size-wide embeddings",
+    "ElectraForPreTraining": "the discriminator head (dense, activation, one logit per token)",
+    "ElectraForMultipleChoice": "a sequence-summary head",
+    "RobertaForCausalLM": "a causal RoBERTa (is_decoder)",
+    "XLMRobertaForCausalLM": "a causal XLM-RoBERTa (is_decoder)",
+}
 
 # Classes refused with a reason, beyond "not listed".
 REFUSED: dict[str, str] = {
     "BertForPreTraining": "two heads at once (masked-LM and next-sentence prediction)",
     "T5ForSequenceClassification": "a T5 nested under 'transformer.' with a classification head",
     "GPT2DoubleHeadsModel": "a GPT-2 with a multiple-choice head beside the LM head",
-}
+} | ENCODER_REFUSED
 
 # class name -> model_type, for configs that name only `architectures`
 ARCHITECTURE_TYPES: dict[str, str] = {

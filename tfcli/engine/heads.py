@@ -2,7 +2,8 @@
 before the vocabulary logits, and the classifiers of sequence and token classification.
 
 Probes (path `head`, in order): `transform` (B, T, d) and `transform_norm` (B, T, d) for
-masked_lm, before `logits`; `classifier` (B, num_labels) or (B, T, num_labels) last.
+masked_lm, before `logits`; `classifier_dense` (B, [T,] d) with classifier_dense, then
+`classifier` (B, num_labels) or (B, T, num_labels) last.
 """
 
 from __future__ import annotations
@@ -41,14 +42,14 @@ def pooler_activation(spec: Spec) -> Callable[[Array], Array]:
 def last_real_token(spec: Spec, tokens: Array, mask: Array | None) -> Array:
     """Each row's last real position (B,): with pad_token_id, transformers' rule - the rightmost
     token that is not the pad id (left or right padding; a row of pads reads position 0) -
-    else the last position the attention mask keeps (the last position without a mask)."""
+    among the positions the attention mask keeps (a batch tfcli padded itself may pad with
+    another id); without one, the last position the mask keeps (the last without a mask)."""
     B, T = tokens.shape
     positions = np.arange(T)
+    keep = np.ones((B, T), bool) if mask is None else mask.astype(bool)
     if spec.pad_token_id is not None:
-        keep = tokens != spec.pad_token_id  # (B, T)
-    elif mask is not None:
-        keep = mask
-    else:
+        keep = keep & (tokens != spec.pad_token_id)  # (B, T)
+    elif mask is None:
         return np.full(B, T - 1)
     return (positions * keep).argmax(axis=-1)  # (B,): argmax of 0s is 0, as transformers'
 
@@ -67,8 +68,13 @@ def classifier_input(spec: Spec, hidden: Array, pooled: Array | None, tokens: Ar
     return hidden[:, 0]
 
 
-def classify(weights: Weights, x: Array, probe: Probe) -> Array:
-    """Classification logits of classifier_input's x: (B, [T,] d) -> (B, [T,] num_labels)."""
+def classify(spec: Spec, weights: Weights, x: Array, probe: Probe) -> Array:
+    """Classification logits of classifier_input's x: (B, [T,] d) -> (B, [T,] num_labels),
+    through classifier_dense's act(x @ W + b) first when the spec has it."""
+    if spec.classifier_dense:
+        x = linear(x, weights.head_dense, weights.head_dense_bias)  # (..., d) @ (d, d)
+        x = activation_fn(spec.head_activation or spec.activation)(x)
+        probe("classifier_dense", x.shape)
     scores = linear(x, weights.classifier)  # (..., d) @ (d, L)
     if weights.classifier_bias is not None:
         scores += weights.classifier_bias

@@ -252,6 +252,9 @@ class Initializer:
             weights.head_dense = self.normal(s.d_model, s.d_model)
             weights.head_dense_bias = self.zeros(s.d_model) if s.bias else None
             weights.head_norm = self.norm()
+        if s.classifier_dense:
+            weights.head_dense = self.normal(s.d_model, s.d_model)
+            weights.head_dense_bias = self.zeros(s.d_model) if s.bias else None
         if s.num_labels is not None:  # set for the classification heads only
             weights.classifier = self.normal(s.d_model, s.num_labels)
             weights.classifier_bias = self.zeros(s.num_labels) if s.classifier_bias else None

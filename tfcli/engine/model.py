@@ -281,7 +281,8 @@ def _heads(spec: Spec, weights: Weights, hidden: Array, probe: Probe,
         pooled = act(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
         probe("pooler", pooled.shape)
     if spec.num_labels is not None:  # a classification head
-        scores = classify(weights, classifier_input(spec, hidden, pooled, tokens, mask), probe)
+        scores = classify(spec, weights, classifier_input(spec, hidden, pooled, tokens, mask),
+                          probe)
     return logits, pooled, scores
 
 

@@ -27,8 +27,10 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
         "activation": activation(c, c.text("activation"), "activation"),
         "norm": "layernorm", "norm_placement": "post", "norm_eps": LAYER_NORM_EPS,
         "positions": "learned", "bias": True, "embedding_norm": True, "type_vocab_size": 0,
-        "lm_head": False, "pooler": False, "tie_embeddings": c.flag("tie_word_embeddings"),
+        "lm_head": False, "pooler": arch.pooler, "tie_embeddings": c.flag("tie_word_embeddings"),
     }
+    if arch.pooler:  # the classification heads' pre_classifier, then ReLU
+        fields["pooler_activation"] = "relu"
     # the sinusoids only initialise an nn.Embedding that is a parameter (saved, counted, read
     # by index): a learned table to tfcli, whose random weights are then not sinusoids
     notes = (["sinusoidal_pos_embds: the position table is stored and read as a learned one"]
@@ -55,6 +57,8 @@ def _rules() -> list[Rule]:
         *norm("vocab_layer_norm", "head_norm"),
         rule("vocab_projector.weight", "lm_head", "linear"),
         rule("vocab_projector.bias", "lm_head_bias"),
+        # head sequence_classification / multiple choice: pre_classifier is the pooler
+        *linear("pre_classifier", "pooler_w", "pooler_b"),
     ]
 
 

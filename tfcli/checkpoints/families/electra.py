@@ -34,8 +34,10 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
         "norm": "layernorm", "norm_placement": "post", "norm_eps": c.number("layer_norm_eps"),
         "positions": "learned", "bias": True, "embedding_norm": True,
         "type_vocab_size": c.integer("type_vocab_size", minimum=0), "lm_head": False,
-        "pooler": False, "tie_embeddings": c.flag("tie_word_embeddings"),
+        "pooler": arch.pooler, "tie_embeddings": c.flag("tie_word_embeddings"),
     }
+    if arch.pooler:  # ElectraClassificationHead: dense, then (exact) GELU, on the first token
+        fields["pooler_activation"] = "gelu"
     if width != d_model:  # ElectraModel builds embeddings_project only then
         fields["embedding_dim"] = width
     return fields, []
@@ -44,10 +46,13 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
 TABLE = Table(
     bases=("electra.", ""), anchor="embeddings.word_embeddings.weight",
     rules=(*body_rules(), *linear("{base}embeddings_project", "embedding_project",
-                                  "embedding_project_bias")),
+                                  "embedding_project_bias"),
+           # head sequence_classification: classifier.dense is the pooler, out_proj the classifier
+           *linear("classifier.dense", "pooler_w", "pooler_b")),
     # a task head's tensors are ignored by a spec without that head
     ignored=(INDEX_BUFFERS, r"^(discriminator_predictions|generator_predictions|"
              r"generator_lm_head|classifier|qa_outputs|sequence_summary)\."),
     tied_copies=("generator_lm_head.weight",),
-    renames=LAYERNORM_RENAMES,
+    renames=(*LAYERNORM_RENAMES,
+             *((f"classifier.out_proj.{w}", f"classifier.{w}") for w in ("weight", "bias"))),
 )

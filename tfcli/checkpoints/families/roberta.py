@@ -75,5 +75,10 @@ TABLE = Table(
     # without that head; lm_head.decoder.bias is the same tensor as lm_head.bias
     ignored=(INDEX_BUFFERS, r"^(lm_head|classifier|qa_outputs)\.", r"^lm_head\.decoder\.bias$"),
     tied_copies=("lm_head.decoder.weight",),
-    renames=LAYERNORM_RENAMES,
+    # RobertaForSequenceClassification's head (RobertaClassificationHead) reads the first token
+    # through classifier.dense and tanh: the pooler (RobertaModel's own is not built there),
+    # then out_proj: the classifier
+    renames=(*LAYERNORM_RENAMES,
+             *((f"classifier.dense.{w}", f"roberta.pooler.dense.{w}") for w in ("weight", "bias")),
+             *((f"classifier.out_proj.{w}", f"classifier.{w}") for w in ("weight", "bias"))),
 )
