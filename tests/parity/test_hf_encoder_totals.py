@@ -43,6 +43,10 @@ HEAD_CASES = {
                                               "ElectraForSequenceClassification", 109_483_778),
     "albert-base-v2 classifier": (ALBERT_BASE_V2, "AlbertForSequenceClassification",
                                   11_685_122),
+    "electra-base-discriminator": (ELECTRA_BASE_DISCRIMINATOR, "ElectraForPreTraining",
+                                   109_483_009),
+    "electra-small-discriminator": (ELECTRA_SMALL_DISCRIMINATOR, "ElectraForPreTraining",
+                                    13_549_057),
 }
 
 

@@ -144,14 +144,17 @@ ARCHITECTURES |= {
     "xlm-roberta": _encoder_family("XLMRoberta", BARE),
     "distilbert": _encoder_family("DistilBert", Architecture(False, pooler=False)),
     "electra": _encoder_family("Electra", Architecture(False, pooler=False),
-                               multiple_choice=False, masked_lm=False),
+                               multiple_choice=False, masked_lm=False) | {
+        # the discriminator: discriminator_predictions.dense + hidden_act on every token, then
+        # dense_prediction, one logit per token (replaced or not)
+        "ElectraForPreTraining": Architecture(False, "token_classification", pooler=False,
+                                              labels=1, classifier_dense=True)},
     "albert": _encoder_family("Albert", BARE, masked_lm=False),
 }
 ENCODER_REFUSED: dict[str, str] = {
     "AlbertForMaskedLM": "a masked-LM head on factorised (embedding_size) embeddings",
     "AlbertForPreTraining": "two heads at once (masked-LM and sentence-order prediction)",
     "ElectraForMaskedLM": "a generator's masked-LM head on embedding_size-wide embeddings",
-    "ElectraForPreTraining": "the discriminator head (dense, activation, one logit per token)",
     "ElectraForMultipleChoice": "a sequence-summary head",
     "RobertaForCausalLM": "a causal RoBERTa (is_decoder)",
     "XLMRobertaForCausalLM": "a causal XLM-RoBERTa (is_decoder)",

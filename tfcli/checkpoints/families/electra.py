@@ -48,11 +48,15 @@ TABLE = Table(
     rules=(*body_rules(), *linear("{base}embeddings_project", "embedding_project",
                                   "embedding_project_bias"),
            # head sequence_classification: classifier.dense is the pooler, out_proj the classifier
-           *linear("classifier.dense", "pooler_w", "pooler_b")),
+           *linear("classifier.dense", "pooler_w", "pooler_b"),
+           # the discriminator (ElectraForPreTraining): its dense before the 1-logit classifier
+           *linear("discriminator_predictions.dense", "head_dense", "head_dense_bias")),
     # a task head's tensors are ignored by a spec without that head
     ignored=(INDEX_BUFFERS, r"^(discriminator_predictions|generator_predictions|"
              r"generator_lm_head|classifier|qa_outputs|sequence_summary)\."),
     tied_copies=("generator_lm_head.weight",),
     renames=(*LAYERNORM_RENAMES,
-             *((f"classifier.out_proj.{w}", f"classifier.{w}") for w in ("weight", "bias"))),
+             *((f"classifier.out_proj.{w}", f"classifier.{w}") for w in ("weight", "bias")),
+             *((f"discriminator_predictions.dense_prediction.{w}", f"classifier.{w}")
+               for w in ("weight", "bias"))),
 )
