@@ -255,12 +255,13 @@ def _stack_embeddings(spec: Spec, stack: str) -> list[Component]:
 
 
 def _mlm_transform(spec: Spec) -> list[Component]:
-    """masked_lm's transform before the vocabulary logits: dense (d, d) [+ bias], then a norm."""
-    d = spec.d_model
-    out = [Component("head.transform.weight", HEAD, (d, d), path="head_dense")]
+    """masked_lm's transform before the vocabulary logits: dense (d, e) [+ bias], then a norm
+    of width e (e = logits_width: d_model, or embedding_dim under factorised embeddings)."""
+    d, e = spec.d_model, spec.logits_width
+    out = [Component("head.transform.weight", HEAD, (d, e), path="head_dense")]
     if spec.bias:
-        out.append(Component("head.transform.bias", HEAD, (d,), path="head_dense_bias"))
-    return out + _norm(spec, "head.norm", "head_norm", HEAD)
+        out.append(Component("head.transform.bias", HEAD, (e,), path="head_dense_bias"))
+    return out + _norm(spec, "head.norm", "head_norm", HEAD, width=e)
 
 
 def _classifier(spec: Spec) -> list[Component]:
@@ -280,7 +281,7 @@ def _classifier(spec: Spec) -> list[Component]:
 def _heads(spec: Spec) -> list[Component]:
     out: list[Component] = _mlm_transform(spec) if spec.head == "masked_lm" else []
     if spec.lm_head:
-        shape = (spec.d_model, spec.vocab_size)
+        shape = (spec.logits_width, spec.vocab_size)
         tied = spec.tie_embeddings
         out.append(Component("lm_head", HEAD, shape, note=TIED_NOTE if tied else "", tied=tied,
                              path="token_embedding" if tied else "lm_head"))

@@ -145,7 +145,8 @@ class Spec(BaseModel):
         "the token, position and token-type tables and the embedding norm have this width, and "
         "a (embedding_dim, d_model) projection with a bias maps their sum to d_model - even "
         "when the two are equal (ALBERT always has it). Default: d_model, no projection. "
-        "Family encoder, without a vocabulary head.")
+        "Family encoder, without a vocabulary head but masked_lm's (its transform maps "
+        "d_model to embedding_dim: ALBERT, ELECTRA's generator).")
     position_offset: int = Field(
         0, ge=0, description="Added to every position before the learned table is read "
         "(RoBERTa, XLM-R: padding_idx + 1 = 2): the table has max_seq_len + position_offset "
@@ -318,6 +319,12 @@ class Spec(BaseModel):
         return self
 
     # Derived values with guaranteed types (the Optional fields are filled by _resolve).
+    @property
+    def logits_width(self) -> int:
+        """Width of what the vocabulary logits read: masked_lm's transform output, embedding_dim
+        wide under factorised embeddings (ALBERT, ELECTRA's generator), else d_model."""
+        return self.embedding_width if self.head == "masked_lm" else self.d_model
+
     @property
     def head_dim(self) -> int:
         return self.d_head or self.d_model // self.n_heads

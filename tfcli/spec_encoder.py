@@ -24,10 +24,11 @@ def check_encoder_fields(spec: Spec) -> None:
         if spec.family != "encoder":
             raise SpecConsistencyError("embedding_dim", f"only applies to family 'encoder' "
                                        f"(got {spec.family!r})")
-        if spec.lm_head:  # a tied head would read embedding_dim-wide rows against d_model
-            raise SpecConsistencyError("embedding_dim", "does not apply with lm_head (a "
-                                       "vocabulary head): vocabulary logits of factorised "
-                                       "embeddings are not built")
+        if spec.lm_head and spec.head != "masked_lm":  # its transform maps d_model to e
+            raise SpecConsistencyError("embedding_dim", "does not apply with lm_head: vocabulary "
+                                       "logits of factorised embeddings are built for head "
+                                       "masked_lm only (its transform maps d_model to "
+                                       "embedding_dim)")
     if spec.shared_layers and spec.family != "encoder":
         raise SpecConsistencyError("shared_layers", f"only applies to family 'encoder' (got "
                                    f"{spec.family!r})")

@@ -399,20 +399,21 @@ class _Tracer:
     def head(self, length: int) -> None:
         s, B, d = self.spec, self.batch, self.spec.d_model
         x = (B, length, d)
+        e, read = s.logits_width, (B, length, s.logits_width)  # what the logits read
         if s.head == "masked_lm":  # BERT's transform: norm(act(h @ W + b)) on every token
-            transform = _linear_flops(B * length, d, d, s.bias) + ACTIVATION_FLOPS * B * length * d
-            self.add("head", "transform", [x], x, self.owned("head_dense", "head_dense_bias"),
+            transform = _linear_flops(B * length, d, e, s.bias) + ACTIVATION_FLOPS * B * length * e
+            self.add("head", "transform", [x], read, self.owned("head_dense", "head_dense_bias"),
                      transform)
-            self.add("head", "transform_norm", [x], x, self.owned("head_norm"),
-                     NORM_FLOPS * B * length * d)
+            self.add("head", "transform_norm", [read], read, self.owned("head_norm"),
+                     NORM_FLOPS * B * length * e)
         if s.lm_head:  # a tied head owns nothing: its table belongs to token_embedding
             logits = (B, length, s.vocab_size)
             biased = s.lm_head_bias or s.final_logits_bias  # final_logits_bias: a 0-count buffer
-            flops = _linear_flops(B * length, d, s.vocab_size, biased)
+            flops = _linear_flops(B * length, e, s.vocab_size, biased)
             owned = self.owned("lm_head", "lm_head_bias") if s.lm_head_bias else self.owned("lm_head")
             if s.final_logits_bias:
                 owned = self.owned("lm_head", "final_logits_bias")
-            self.add("head", "logits", [x], logits, owned, flops)
+            self.add("head", "logits", [read], logits, owned, flops)
         if s.lm_head and s.final_logit_softcap is not None:  # c * tanh(z / c), elementwise
             logits = (B, length, s.vocab_size)
             self.add("head", "softcap", [logits], logits, NOTHING,

@@ -232,7 +232,7 @@ class Initializer:
         encoder = self.stack(s.encoder_layers, cross=False) if s.has_encoder else None
         decoder = (self.stack(s.decoder_layers, cross=s.family == "encoder-decoder")
                    if s.has_decoder else None)
-        head = self.normal(s.d_model, s.vocab_size) if s.lm_head and not s.tie_embeddings else None
+        head = self.normal(s.logits_width, s.vocab_size) if s.lm_head and not s.tie_embeddings else None
         weights = Weights(token, position, token_type, emb_norm, encoder, decoder, head)
         if project is not None:
             weights.embedding_project, weights.embedding_project_bias = project, self.zeros(s.d_model)
@@ -248,10 +248,10 @@ class Initializer:
     def task_head(self, weights: Weights) -> None:
         """masked_lm's transform and a classifier, drawn last (other heads keep their draws)."""
         s = self.spec
-        if s.head == "masked_lm":
-            weights.head_dense = self.normal(s.d_model, s.d_model)
-            weights.head_dense_bias = self.zeros(s.d_model) if s.bias else None
-            weights.head_norm = self.norm()
+        if s.head == "masked_lm":  # d_model -> logits_width (embedding_dim when factorised)
+            weights.head_dense = self.normal(s.d_model, s.logits_width)
+            weights.head_dense_bias = self.zeros(s.logits_width) if s.bias else None
+            weights.head_norm = self.norm(s.logits_width)
         if s.classifier_dense:
             weights.head_dense = self.normal(s.d_model, s.d_model)
             weights.head_dense_bias = self.zeros(s.d_model) if s.bias else None
