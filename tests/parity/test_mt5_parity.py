@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+import transformers
 from transformers import (
     MT5Config,
     MT5ForConditionalGeneration,
@@ -171,3 +172,22 @@ def test_trace_execute_matches_the_analytic_rows(saved: tuple[PreTrainedModel, P
     result = invoke("trace", str(saved[1]), "--execute", "-f", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["execute"]["ok"]
+
+
+@pytest.mark.parametrize("name", ["MT5EncoderModel", "UMT5EncoderModel"])
+def test_encoder_model_hidden_states_match(name: str, tmp_path: Path) -> None:
+    """The encoder alone (UMT5EncoderModel: the text encoder of Wan and other video models),
+    right-padded: hidden states of the real tokens within 1e-4."""
+    config = (MT5Config if name.startswith("MT5") else UMT5Config)(**SMALL)
+    model = save_random(lambda: getattr(transformers, name)(config), tmp_path)
+    given = _inputs(left=False)
+    with torch.no_grad():
+        want = model(input_ids=torch.from_numpy(given["source"]),
+                     attention_mask=torch.from_numpy(given["mask"])).last_hidden_state.numpy()
+    spec = spec_from_config_dir(tmp_path)
+    assert spec.family == "encoder" and not spec.lm_head
+    got = forward(spec, load_weights(tmp_path, spec),
+                  ModelInput(given["source"], attention_mask=given["mask"])).hidden
+    real = given["mask"].astype(bool)
+    np.testing.assert_allclose(got[real], want[real], **F32)
+    assert_counts_match(model, tmp_path)

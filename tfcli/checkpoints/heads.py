@@ -113,9 +113,14 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
                                                  encoder_only=True),
         "T5ForQuestionAnswering": QA,  # on the decoder's output
     },
-    "mt5": {"MT5ForConditionalGeneration": LM, "MT5Model": BARE},
-    "umt5": {"UMT5ForConditionalGeneration": LM, "UMT5Model": BARE},
-    "bart": {"BartForConditionalGeneration": LM, "BartModel": BARE},
+    "mt5": {"MT5ForConditionalGeneration": LM, "MT5Model": BARE,
+            "MT5EncoderModel": Architecture(False, encoder_only=True),
+            "MT5ForQuestionAnswering": QA},
+    "umt5": {"UMT5ForConditionalGeneration": LM, "UMT5Model": BARE,
+             "UMT5EncoderModel": Architecture(False, encoder_only=True),  # Wan's text encoder
+             "UMT5ForQuestionAnswering": QA},
+    "bart": {"BartForConditionalGeneration": LM, "BartModel": BARE,
+             "BartForQuestionAnswering": QA},  # qa_outputs on the decoder's output
 }
 
 
@@ -164,6 +169,12 @@ ENCODER_REFUSED: dict[str, str] = {
 REFUSED: dict[str, str] = {
     "BertForPreTraining": "two heads at once (masked-LM and next-sentence prediction)",
     "T5ForSequenceClassification": "a T5 nested under 'transformer.' with a classification head",
+    "MT5ForSequenceClassification": "an mT5 nested under 'transformer.' with a classification head",
+    "UMT5ForSequenceClassification": "a UMT5 nested under 'transformer.' with a classification "
+                                     "head",
+    "BartForSequenceClassification": "a classification head (dense, tanh, out_proj) on each "
+                                     "row's last end-of-sequence token",
+    "BartForCausalLM": "BART's decoder alone (no encoder, no cross-attention)",
     "GPT2DoubleHeadsModel": "a GPT-2 with a multiple-choice head beside the LM head",
 } | ENCODER_REFUSED
 
