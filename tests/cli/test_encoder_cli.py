@@ -69,7 +69,12 @@ def test_import_config_of_the_published_config_is_the_bundled_spec(
 
 
 def test_params_names_the_shared_block_and_the_projection(invoke) -> None:  # noqa: ANN001
-    rows = {r["name"]: r for r in _json(invoke, "params", "albert-base-v2")["components"]}
+    report = _json(invoke, "params", "albert-base-v2")
+    rows = {r["name"]: r for r in report["components"]}
+    # one block held: its rows count 1 block, per block = the whole row
+    assert (rows["encoder.block.ffn.up"]["blocks"], rows["encoder.block.ffn.up"]["per_block"]) \
+        == (1, 768 * 3072 + 3072)
+    assert any("run by all 12 encoder layers" in note for note in report["notes"])
     assert rows["encoder.block.attn.q"]["paths"] == ["encoder.blocks.0.attn.wq",
                                                      "encoder.blocks.0.attn.bq"]
     assert "shared by all 12 blocks" in json.dumps(rows["encoder.block.attn.q"])

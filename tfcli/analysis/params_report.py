@@ -189,7 +189,9 @@ def _base_name(name: str) -> str:
 
 
 def _stack_layers(spec: Spec, name: str) -> int:
-    if ".block." not in name:
+    """The blocks a stack's block rows count: every layer's, or one (shared_layers: every
+    layer runs the same arrays, held and counted once)."""
+    if ".block." not in name or spec.shared_layers:
         return 1
     return spec.encoder_layers if name.startswith("encoder") else spec.decoder_layers
 
@@ -246,6 +248,9 @@ def _memory(total: int) -> dict[str, int]:
 
 def _notes(spec: Spec, context: int) -> list[str]:
     notes = []
+    if spec.shared_layers:
+        notes.append(f"shared_layers: one block's arrays run by all {spec.encoder_layers:,} "
+                     "encoder layers, held and counted once (the block rows above)")
     if spec.description:  # what the spec says of its source, import-config's reader notes
         # included: what the counts leave out (DeepSeek-V3's multi-token-prediction layer)
         notes.append(f"spec: {spec.description}")
