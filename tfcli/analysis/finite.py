@@ -157,7 +157,8 @@ def check_outputs(model: Model, out: ForwardOutput, tokens: Array,
                   decoder_tokens: Array | None = None, loss: float | None = None) -> None:
     """Raise the one-line error (see nonfinite_error) unless every output of `out` and the loss
     are finite."""
-    if all(is_finite(a) for a in (out.hidden, out.logits, out.encoder_hidden, out.pooled)):
+    outputs = (out.hidden, out.logits, out.encoder_hidden, out.pooled, out.scores)
+    if all(is_finite(a) for a in outputs):
         if loss is None or math.isfinite(loss):
             return
         raise NonFiniteError(f"the loss is {loss} although the forward pass is finite: the "
