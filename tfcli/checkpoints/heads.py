@@ -37,6 +37,9 @@ MASKED_LM = Architecture(False, "masked_lm", pooler=False)
 SEQUENCE = Architecture(False, "sequence_classification")
 TOKENS = Architecture(False, "token_classification", pooler=False)
 QA = Architecture(False, "token_classification", pooler=False, labels=2)  # start, end logits
+# BERT-like, T5 and BART question answering: qa_outputs of config num_labels outputs (2 by
+# default), where the decoders' generic class fixes 2
+QA_LABELS = Architecture(False, "token_classification", pooler=False)
 
 
 def _decoder_family(prefix: str, qa_head: str | None = "qa_outputs") -> dict[str, Architecture]:
@@ -68,7 +71,7 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
         "BertForSequenceClassification": SEQUENCE,
         "BertForMultipleChoice": Architecture(False, "sequence_classification", labels=1),
         "BertForTokenClassification": TOKENS,
-        "BertForQuestionAnswering": QA,
+        "BertForQuestionAnswering": QA_LABELS,
     },
     "llama": _decoder_family("Llama"),
     "mistral": _decoder_family("Mistral"),
@@ -111,21 +114,21 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
         "T5EncoderModel": Architecture(False, encoder_only=True),
         "T5ForTokenClassification": Architecture(False, "token_classification",
                                                  encoder_only=True),
-        "T5ForQuestionAnswering": QA,  # on the decoder's output
+        "T5ForQuestionAnswering": QA_LABELS,  # on the decoder's output
     },
     "mt5": {"MT5ForConditionalGeneration": LM, "MT5Model": BARE,
             "MT5EncoderModel": Architecture(False, encoder_only=True),
-            "MT5ForQuestionAnswering": QA},
+            "MT5ForQuestionAnswering": QA_LABELS},
     "umt5": {"UMT5ForConditionalGeneration": LM, "UMT5Model": BARE,
              "UMT5EncoderModel": Architecture(False, encoder_only=True),  # Wan's text encoder
-             "UMT5ForQuestionAnswering": QA},
+             "UMT5ForQuestionAnswering": QA_LABELS},
     "bart": {"BartForConditionalGeneration": LM, "BartModel": BARE,
-             "BartForQuestionAnswering": QA},  # qa_outputs on the decoder's output
+             "BartForQuestionAnswering": QA_LABELS},  # qa_outputs on the decoder's output
 }
 
 
 def _encoder_family(prefix: str, body: Architecture, multiple_choice: bool = True,
-                    masked_lm: bool = True) -> dict[str, Architecture]:
+                    masked_lm: bool = True, qa: Architecture = QA_LABELS) -> dict[str, Architecture]:
     """The classes of an encoder family of issue 16. A classification head that reads the
     first token through a dense layer and an activation is the pooler as data: RoBERTa's and
     ELECTRA's classifier.dense + out_proj, DistilBERT's pre_classifier + classifier (the
@@ -134,7 +137,7 @@ def _encoder_family(prefix: str, body: Architecture, multiple_choice: bool = Tru
     if masked_lm:
         classes[f"{prefix}ForMaskedLM"] = MASKED_LM
     classes |= {f"{prefix}ForSequenceClassification": SEQUENCE,
-                f"{prefix}ForTokenClassification": TOKENS, f"{prefix}ForQuestionAnswering": QA}
+                f"{prefix}ForTokenClassification": TOKENS, f"{prefix}ForQuestionAnswering": qa}
     if multiple_choice:
         classes[f"{prefix}ForMultipleChoice"] = Architecture(False, "sequence_classification",
                                                              labels=1)
@@ -147,7 +150,8 @@ def _encoder_family(prefix: str, body: Architecture, multiple_choice: bool = Tru
 ARCHITECTURES |= {
     "roberta": _encoder_family("Roberta", BARE),
     "xlm-roberta": _encoder_family("XLMRoberta", BARE),
-    "distilbert": _encoder_family("DistilBert", Architecture(False, pooler=False)),
+    # DistilBertForQuestionAnswering raises unless num_labels is 2
+    "distilbert": _encoder_family("DistilBert", Architecture(False, pooler=False), qa=QA),
     "electra": _encoder_family("Electra", Architecture(False, pooler=False),
                                multiple_choice=False, masked_lm=False) | {
         # the discriminator: discriminator_predictions.dense + hidden_act on every token, then
