@@ -29,6 +29,7 @@ def test_per_layer_tables_are_one_component_per_stack_repeated_over_its_blocks()
     ({"family": "decoder", "n_decoder_layers": None}, "per_stack_embeddings"),
     ({"positions": "sinusoidal", "position_offset": 0}, "per_stack_embeddings"),
     ({"lm_head": False}, "final_logits_bias"),
+    ({"decoder_start_token_id": 50265}, "decoder_start_token_id"),
 ])
 def test_bart_fields_say_what_they_need(change: dict, field: str) -> None:
     data = load_spec("bart-base").model_dump(exclude_unset=True) | change
@@ -43,3 +44,9 @@ def test_per_stack_tables_replace_the_shared_ones() -> None:
     assert {"encoder.position_embedding", "decoder.position_embedding",
             "encoder.embedding_norm.bias", "decoder.embedding_norm.bias"} <= paths
     assert not {"position_embedding", "embedding_norm.scale"} & paths
+
+
+def test_decoder_start_token_is_for_encoder_decoders_only() -> None:
+    with pytest.raises(SpecConsistencyError) as info:
+        load_spec("gpt2").replace(decoder_start_token_id=2)
+    assert info.value.field == "decoder_start_token_id"

@@ -157,6 +157,10 @@ class Spec(BaseModel):
         "and, with embedding_norm, its own embedding norm, Weights `encoder.position_embedding`, "
         "`decoder.embedding_norm` ... (BART's embed_positions and layernorm_embedding per stack); "
         "the token table stays one, shared. Needs family encoder-decoder and positions: learned.")
+    decoder_start_token_id: int = Field(
+        0, ge=0, description="The token an encoder-decoder's decoder starts from in `generate` "
+        "and in `run` without a target (T5: 0, its pad; BART: 2, its </s>). Family "
+        "encoder-decoder; below vocab_size.")
     final_logits_bias: bool = Field(
         False, description="A (1, vocab_size) bias added to the vocabulary logits that "
         "transformers keeps as a buffer (BART final_logits_bias): loaded and run, shown, counted "
@@ -506,6 +510,12 @@ def _check_family_fields(spec: Spec) -> None:
                                    f"positions: learned (got {spec.family!r}, {spec.positions!r})")
     if spec.final_logits_bias and not spec.lm_head:
         raise SpecConsistencyError("final_logits_bias", "needs lm_head: true")
+    if spec.decoder_start_token_id and spec.family != "encoder-decoder":
+        raise SpecConsistencyError("decoder_start_token_id", "only applies to family "
+                                   "'encoder-decoder'")
+    if spec.decoder_start_token_id >= spec.vocab_size:
+        raise SpecConsistencyError("decoder_start_token_id", f"{spec.decoder_start_token_id:,} "
+                                   f"lies outside the vocabulary [0, {spec.vocab_size:,})")
 
 
 def _check_wiring(spec: Spec) -> None:

@@ -48,6 +48,9 @@ REFERENCE_TOTALS = {
     "falcon-7b": 6_921_720_704,
     "phi-3-mini": 3_821_079_552,
     "t5-small": 60_506_624,
+    "mt5-small": 300_176_768,  # untied head, as the published checkpoint loads
+    "umt5-small": 306_601_984,  # one relative-position table per block
+    "bart-base": 139_420_416,  # tied head; final_logits_bias a buffer, counted 0
     "transformer-base": 63_082_496,  # derivation in the spec's comment
     "lesson-tiny": 4 * 3_152 + 256 * 16,  # 4 blocks + byte-level token embedding (tied head)
 }

@@ -25,11 +25,11 @@ from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
 
 VOCAB, BATCH, SOURCE, TARGET, NEW_TOKENS = 120, 2, 12, 7, 8
-# decoder_start_token_id 0: tfcli's generate starts the decoder from token 0; no forced EOS
+# BART's decoder_start_token_id (2) kept: generate starts from it on both sides; no forced EOS
 SMALL = {"vocab_size": VOCAB, "d_model": 48, "encoder_layers": 2, "decoder_layers": 3,
          "encoder_ffn_dim": 80, "decoder_ffn_dim": 80, "encoder_attention_heads": 4,
          "decoder_attention_heads": 4, "max_position_embeddings": 40,
-         "decoder_start_token_id": 0, "forced_eos_token_id": None}
+         "forced_eos_token_id": None}
 CASES: dict[str, dict[str, object]] = {
     "bart": {},
     "bart-scaled-relu": {"scale_embedding": True, "activation_function": "relu"},
@@ -100,6 +100,13 @@ def test_each_stack_loads_its_own_tables_and_the_logits_bias(
         np.testing.assert_array_equal(stack.embedding_norm.bias,
                                       hf.layernorm_embedding.bias.detach().numpy())
     np.testing.assert_array_equal(weights.final_logits_bias, model.final_logits_bias.numpy())
+
+
+def test_the_decoder_starts_from_the_configs_start_token(
+        saved: tuple[PreTrainedModel, Path]) -> None:
+    model, path = saved
+    spec = spec_from_config_dir(path)
+    assert spec.decoder_start_token_id == model.config.decoder_start_token_id == 2
 
 
 def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:

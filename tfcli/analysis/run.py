@@ -25,7 +25,6 @@ from tfcli.tokenizer import Tokenizer, fit_length, get_tokenizer, parse_token_li
 
 MLM_FRACTION = 0.15  # BERT's masking rate
 LOSS_CHUNK_ELEMENTS = 1 << 22  # logits per float64 chunk of the loss (32 MB a copy)
-DECODER_START = 0  # an encoder-decoder's decoder input without --target (T5's start id)
 
 
 @dataclass(frozen=True)
@@ -172,10 +171,10 @@ def _texts(text: str | Sequence[str] | None) -> list[str] | None:
 
 
 def _decoder_start(spec: Spec, batch: int) -> Array | None:
-    """An encoder-decoder's decoder input without --target: token 0 alone, as T5's."""
+    """An encoder-decoder's decoder input without --target: its start token alone."""
     if spec.family != "encoder-decoder":
         return None
-    return np.full((batch, 1), DECODER_START, dtype=np.int64)
+    return np.full((batch, 1), spec.decoder_start_token_id, dtype=np.int64)
 
 
 def _check_random_length(spec: Spec, length: int) -> None:

@@ -44,7 +44,8 @@ class GenerationRequest:
     """What to generate: the one object passed from the command line to the engine.
 
     prompts: one token sequence, a (B, L) array, or a list of sequences of any lengths. For
-    encoder-decoder they are the sources; the decoder starts from `decoder_start` (T5: 0).
+    encoder-decoder they are the sources; the decoder starts from `decoder_start`, by default
+    the spec's decoder_start_token_id (T5: 0; BART: 2).
     Generation stops after max_new_tokens, or once every sequence has produced one of
     `stop_tokens` (a finished sequence repeats the stop token it produced).
     """
@@ -53,7 +54,7 @@ class GenerationRequest:
     max_new_tokens: int
     sampling: SamplingConfig = SamplingConfig()
     stop_tokens: tuple[int, ...] = ()
-    decoder_start: int = 0
+    decoder_start: int | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,9 @@ def check_request(spec: Spec, rows: list[Array], request: GenerationRequest) -> 
             raise BadInputError(f"token id {bad} is outside the vocabulary [0, {spec.vocab_size})")
     request.sampling.validate()
     named = [("stop_token", t) for t in request.stop_tokens]
-    for name, token in named + [("decoder_start", request.decoder_start)]:
+    if request.decoder_start is not None:
+        named.append(("decoder_start", request.decoder_start))
+    for name, token in named:
         if not 0 <= token < spec.vocab_size:  # would never match / index
             raise BadInputError(f"{name} {token} is outside the vocabulary [0, {spec.vocab_size})")
     decoder_len = (1 if spec.family == "encoder-decoder" else max(r.size for r in rows))
@@ -262,7 +265,8 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], request: Generati
     if spec.family == "encoder-decoder":
         source, encoder_mask = right_pad(rows)
         encoder_out = encode(spec, weights, source, encoder_mask)  # (B, S, d)
-        rows = [np.array([request.decoder_start])] * len(rows)
+        start = request.decoder_start
+        rows = [np.array([spec.decoder_start_token_id if start is None else start])] * len(rows)
     max_len = max(r.size for r in rows) + max_new_tokens
     prompt, batch = left_pad(rows, max_len)  # (B, L)
     batch = replace(batch, encoder_out=encoder_out, encoder_mask=encoder_mask)

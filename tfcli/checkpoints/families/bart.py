@@ -17,6 +17,7 @@ DEFAULTS: Config = {
     "encoder_layers": 12, "decoder_layers": 12, "encoder_ffn_dim": 4096, "decoder_ffn_dim": 4096,
     "encoder_attention_heads": 16, "decoder_attention_heads": 16,
     "activation_function": "gelu", "scale_embedding": False, "tie_word_embeddings": True,
+    "decoder_start_token_id": 2,
 }
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding.offset, fixed in transformers
 LAYER_NORM_EPS = 1e-5  # nn.LayerNorm's default: BART's norms take no eps from the config
@@ -47,6 +48,7 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
         "per_stack_embeddings": True, "embedding_norm": True,
         "scale_embeddings": c.flag("scale_embedding"), "bias": True,
         "tie_embeddings": tied, "lm_head": arch.lm_head, "final_logits_bias": arch.lm_head,
+        "decoder_start_token_id": c.integer("decoder_start_token_id", minimum=0),
     }
     return fields, []
 
