@@ -5,7 +5,8 @@ token for token, `tfcli generate --check-cache`, `tfcli trace --execute`, and th
 four ways. Two recipes: BART-base's (exact GELU, no embedding scale) and scale_embedding with
 ReLU.
 
-Tolerance: float32 rtol = atol = 1e-4 (as test_hf_parity.py), on the real target positions.
+Tolerance: float32 rtol = atol = 1e-4 (as test_hf_parity.py), on the real target positions;
+float64 1e-10 (1e-7 with scale_embedding: see test_float64_logits_match).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from transformers import BartConfig, BartForConditionalGeneration, PreTrainedMod
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import assert_counts_match, save_random
-from tests.parity.test_hf_parity import F32
+from tests.parity.test_hf_parity import F32, F64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
 
@@ -68,7 +69,8 @@ def _inputs(left: bool) -> dict[str, np.ndarray]:
     return {"source": source, "mask": mask, "target": target, "target_mask": target_mask}
 
 
-def _logits(saved: tuple[PreTrainedModel, Path], left: bool) -> tuple[np.ndarray, np.ndarray]:
+def _logits(saved: tuple[PreTrainedModel, Path], left: bool,
+            dtype: type = np.float32) -> tuple[np.ndarray, np.ndarray]:
     model, path = saved
     given = _inputs(left)
     t = {k: torch.from_numpy(v) for k, v in given.items()}
@@ -76,7 +78,7 @@ def _logits(saved: tuple[PreTrainedModel, Path], left: bool) -> tuple[np.ndarray
         want = model(input_ids=t["source"], attention_mask=t["mask"],
                      decoder_input_ids=t["target"], decoder_attention_mask=t["target_mask"])
     spec = spec_from_config_dir(path)
-    got = forward(spec, load_weights(path, spec), ModelInput(
+    got = forward(spec, load_weights(path, spec, dtype=dtype), ModelInput(
         given["source"], attention_mask=given["mask"], decoder_tokens=given["target"],
         decoder_attention_mask=given["target_mask"]))
     real = given["target_mask"].astype(bool)
@@ -87,6 +89,18 @@ def _logits(saved: tuple[PreTrainedModel, Path], left: bool) -> tuple[np.ndarray
 def test_float32_logits_match_on_padded_batches(saved: tuple[PreTrainedModel, Path],
                                                 left: bool) -> None:
     np.testing.assert_allclose(*_logits(saved, left), **F32)
+
+
+def test_float64_logits_match(saved: tuple[PreTrainedModel, Path]) -> None:
+    """1e-10; with scale_embedding, 1e-7: the engine multiplies by sqrt(d_model) rounded to
+    float32 (scale_embeddings, as Gemma's), BART by the float64 constant."""
+    model = saved[0]
+    tolerance = {"rtol": 1e-7, "atol": 1e-9} if model.config.scale_embedding else F64
+    model.double()
+    try:
+        np.testing.assert_allclose(*_logits(saved, left=True, dtype=np.float64), **tolerance)
+    finally:
+        saved[0].float()
 
 
 def test_each_stack_loads_its_own_tables_and_the_logits_bias(

@@ -4,7 +4,8 @@ generation token for token, `tfcli generate --check-cache`, `tfcli trace --execu
 parameter count four ways. Each family twice: the head untied (as the published checkpoints)
 and tied (transformers 5's default; UMT5 then rescales the decoder output, mT5 does not).
 
-Tolerance: float32 rtol = atol = 1e-4 (as test_hf_parity.py), on the real target positions.
+Tolerance: float32 rtol = atol = 1e-4 (as test_hf_parity.py), on the real target positions;
+float64 1e-10 with transformers' RMSNorm kept in float64 (it computes the variance in float32).
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from transformers import (
     UMT5Config,
     UMT5ForConditionalGeneration,
 )
+from transformers.models.mt5 import modeling_mt5
+from transformers.models.umt5 import modeling_umt5
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import assert_counts_match, save_random
-from tests.parity.test_hf_parity import F32
+from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
 
@@ -102,7 +105,8 @@ def _inputs(left: bool) -> dict[str, np.ndarray]:
     return {"source": source, "mask": mask, "target": target, "target_mask": target_mask}
 
 
-def _logits(saved: tuple[PreTrainedModel, Path], left: bool) -> tuple[np.ndarray, np.ndarray]:
+def _logits(saved: tuple[PreTrainedModel, Path], left: bool,
+            dtype: type = np.float32) -> tuple[np.ndarray, np.ndarray]:
     model, path = saved
     given = _inputs(left)
     t = {k: torch.from_numpy(v) for k, v in given.items()}
@@ -110,7 +114,7 @@ def _logits(saved: tuple[PreTrainedModel, Path], left: bool) -> tuple[np.ndarray
         want = model(input_ids=t["source"], attention_mask=t["mask"],
                      decoder_input_ids=t["target"], decoder_attention_mask=t["target_mask"])
     spec = spec_from_config_dir(path)
-    got = forward(spec, load_weights(path, spec), ModelInput(
+    got = forward(spec, load_weights(path, spec, dtype=dtype), ModelInput(
         given["source"], attention_mask=given["mask"], decoder_tokens=given["target"],
         decoder_attention_mask=given["target_mask"]))
     real = given["target_mask"].astype(bool)
@@ -121,6 +125,17 @@ def _logits(saved: tuple[PreTrainedModel, Path], left: bool) -> tuple[np.ndarray
 def test_float32_logits_match_on_padded_batches(saved: tuple[PreTrainedModel, Path],
                                                 left: bool) -> None:
     np.testing.assert_allclose(*_logits(saved, left), **F32)
+
+
+def test_float64_logits_match(saved: tuple[PreTrainedModel, Path],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    for norm in (modeling_mt5.MT5LayerNorm, modeling_umt5.UMT5LayerNorm):
+        monkeypatch.setattr(norm, "forward", _rms_norm_f64)
+    saved[0].double()
+    try:
+        np.testing.assert_allclose(*_logits(saved, left=False, dtype=np.float64), **F64)
+    finally:
+        saved[0].float()
 
 
 def test_spec_reads_the_family(saved: tuple[PreTrainedModel, Path]) -> None:
