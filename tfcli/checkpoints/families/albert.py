@@ -6,9 +6,9 @@ blocks, more inner layers several blocks per group, which tfcli does not model."
 
 from __future__ import annotations
 
-from tfcli.checkpoints.families.bert_like import (INDEX_BUFFERS, LAYERNORM_RENAMES,
+from tfcli.checkpoints.families.bert_like import (INDEX_BUFFERS, LAYERNORM_RENAMES, body_fields,
                                                   require_absolute_positions)
-from tfcli.checkpoints.families.common import activation, unsupported
+from tfcli.checkpoints.families.common import unsupported
 from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import Architecture
 from tfcli.checkpoints.names import Rule, Table, linear, norm, rule
@@ -32,18 +32,8 @@ def _require_one_group(c: ConfigFields) -> None:
 def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     _require_one_group(c)
     require_absolute_positions(c)
-    fields = {
-        "family": "encoder", "vocab_size": c.integer("vocab_size"),
-        "max_seq_len": c.integer("max_position_embeddings"), "d_model": c.integer("hidden_size"),
-        "n_heads": c.integer("num_attention_heads"), "n_layers": c.integer("num_hidden_layers"),
-        "d_ff": c.integer("intermediate_size"),
-        "activation": activation(c, c.text("hidden_act"), "hidden_act"),
-        "norm": "layernorm", "norm_placement": "post", "norm_eps": c.number("layer_norm_eps"),
-        "positions": "learned", "bias": True, "embedding_norm": True,
-        "embedding_dim": c.integer("embedding_size"), "shared_layers": True,
-        "type_vocab_size": c.integer("type_vocab_size", minimum=0), "lm_head": False,
-        "pooler": arch.pooler, "tie_embeddings": c.flag("tie_word_embeddings"),
-    }
+    fields = body_fields(c, arch) | {"embedding_dim": c.integer("embedding_size"),
+                                     "shared_layers": True}
     return fields, []
 
 

@@ -3,8 +3,9 @@ the `encoder.layer.{i}` block names; each family adds its own prefix, extras and
 
 from __future__ import annotations
 
-from tfcli.checkpoints.families.common import unsupported
-from tfcli.checkpoints.fields import ConfigFields, shown
+from tfcli.checkpoints.families.common import activation, unsupported
+from tfcli.checkpoints.fields import Config, ConfigFields, shown
+from tfcli.checkpoints.heads import Architecture
 from tfcli.checkpoints.names import Rule, linear, norm, rule
 
 INDEX_BUFFERS = r"embeddings\.(position_ids|token_type_ids)$"  # buffers, not weights
@@ -18,6 +19,22 @@ def require_absolute_positions(c: ConfigFields) -> None:
     if positions not in (None, "absolute"):
         raise unsupported(c, f"position_embedding_type {shown(positions)} is not supported "
                              "(only 'absolute')")
+
+
+def body_fields(c: ConfigFields, arch: Architecture) -> Config:
+    """The spec fields of BERT's post-LN encoder body, read from BERT's key names (BERT,
+    RoBERTa, XLM-R, ELECTRA, ALBERT); each family then adds or replaces its own."""
+    return {
+        "family": "encoder", "vocab_size": c.integer("vocab_size"),
+        "max_seq_len": c.integer("max_position_embeddings"), "d_model": c.integer("hidden_size"),
+        "n_heads": c.integer("num_attention_heads"), "n_layers": c.integer("num_hidden_layers"),
+        "d_ff": c.integer("intermediate_size"),
+        "activation": activation(c, c.text("hidden_act"), "hidden_act"),
+        "norm": "layernorm", "norm_placement": "post", "norm_eps": c.number("layer_norm_eps"),
+        "positions": "learned", "bias": True, "embedding_norm": True,
+        "type_vocab_size": c.integer("type_vocab_size", minimum=0), "lm_head": False,
+        "pooler": arch.pooler, "tie_embeddings": c.flag("tie_word_embeddings"),
+    }
 
 
 def body_rules() -> list[Rule]:

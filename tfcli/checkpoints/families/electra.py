@@ -5,9 +5,9 @@ body is BERT's to the parameter, less the pooler."""
 
 from __future__ import annotations
 
-from tfcli.checkpoints.families.bert_like import (INDEX_BUFFERS, LAYERNORM_RENAMES, body_rules,
-                                                  require_absolute_positions)
-from tfcli.checkpoints.families.common import activation, require_false
+from tfcli.checkpoints.families.bert_like import (INDEX_BUFFERS, LAYERNORM_RENAMES, body_fields,
+                                                  body_rules, require_absolute_positions)
+from tfcli.checkpoints.families.common import require_false
 from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import Architecture
 from tfcli.checkpoints.names import Table, linear
@@ -24,18 +24,8 @@ DEFAULTS: Config = {
 def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     require_false(c, "is_decoder", "add_cross_attention")
     require_absolute_positions(c)
-    d_model, width = c.integer("hidden_size"), c.integer("embedding_size")
-    fields = {
-        "family": "encoder", "vocab_size": c.integer("vocab_size"),
-        "max_seq_len": c.integer("max_position_embeddings"), "d_model": d_model,
-        "n_heads": c.integer("num_attention_heads"), "n_layers": c.integer("num_hidden_layers"),
-        "d_ff": c.integer("intermediate_size"),
-        "activation": activation(c, c.text("hidden_act"), "hidden_act"),
-        "norm": "layernorm", "norm_placement": "post", "norm_eps": c.number("layer_norm_eps"),
-        "positions": "learned", "bias": True, "embedding_norm": True,
-        "type_vocab_size": c.integer("type_vocab_size", minimum=0), "lm_head": False,
-        "pooler": arch.pooler, "tie_embeddings": c.flag("tie_word_embeddings"),
-    }
+    fields = body_fields(c, arch)
+    d_model, width = fields["d_model"], c.integer("embedding_size")
     if arch.pooler:  # ElectraClassificationHead: dense, then (exact) GELU, on the first token
         fields["pooler_activation"] = "gelu"
     if width != d_model:  # ElectraModel builds embeddings_project only then

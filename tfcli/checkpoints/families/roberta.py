@@ -6,9 +6,9 @@ reads: spec.position_offset = pad_token_id + 1, max_seq_len = the rest (512 of 5
 
 from __future__ import annotations
 
-from tfcli.checkpoints.families.bert_like import (INDEX_BUFFERS, LAYERNORM_RENAMES, body_rules,
-                                                  require_absolute_positions)
-from tfcli.checkpoints.families.common import activation, require_false, unsupported
+from tfcli.checkpoints.families.bert_like import (INDEX_BUFFERS, LAYERNORM_RENAMES, body_fields,
+                                                  body_rules, require_absolute_positions)
+from tfcli.checkpoints.families.common import require_false, unsupported
 from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import Architecture
 from tfcli.checkpoints.names import Rule, Table, linear, norm, rule
@@ -39,17 +39,7 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     require_false(c, "is_decoder", "add_cross_attention")
     require_absolute_positions(c)
     offset, max_seq_len = _positions(c)
-    fields = {
-        "family": "encoder", "vocab_size": c.integer("vocab_size"),
-        "max_seq_len": max_seq_len, "position_offset": offset,
-        "d_model": c.integer("hidden_size"), "n_heads": c.integer("num_attention_heads"),
-        "n_layers": c.integer("num_hidden_layers"), "d_ff": c.integer("intermediate_size"),
-        "activation": activation(c, c.text("hidden_act"), "hidden_act"),
-        "norm": "layernorm", "norm_placement": "post", "norm_eps": c.number("layer_norm_eps"),
-        "positions": "learned", "bias": True, "embedding_norm": True,
-        "type_vocab_size": c.integer("type_vocab_size", minimum=0), "lm_head": False,
-        "pooler": arch.pooler, "tie_embeddings": c.flag("tie_word_embeddings"),
-    }
+    fields = body_fields(c, arch) | {"max_seq_len": max_seq_len, "position_offset": offset}
     if arch.head == "masked_lm":
         fields["head_activation"] = "gelu"  # RobertaLMHead applies gelu whatever hidden_act
     notes = [f"positions of real tokens start at pad_token_id + 1 = {offset} "
