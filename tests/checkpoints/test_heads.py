@@ -116,7 +116,8 @@ TINY = {
 CLASSES = [(kind, name) for kind, classes in ARCHITECTURES.items() for name in classes]
 HEAD_PREFIXES = ("score.", "classifier.", "qa_outputs.", "cls.", "lm_head.",
                  "vocab_transform.", "vocab_layer_norm.", "vocab_projector.", "pre_classifier.",
-                 "discriminator_predictions.")
+                 "discriminator_predictions.", "predictions.", "generator_predictions.",
+                 "generator_lm_head.")
 
 
 def _hf_count(kind: str, name: str) -> tuple[int, int]:

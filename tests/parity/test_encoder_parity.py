@@ -182,6 +182,9 @@ HEADS: dict[str, Callable[[], PreTrainedModel]] = {
     "albert-classifier": lambda: transformers.AlbertForSequenceClassification(_albert().config),
     "electra-small-discriminator": lambda: transformers.ElectraForPreTraining(
         _electra_small().config),  # dense + hidden_act, one logit per token
+    # masked-LM on factorised embeddings: dense d_model -> embedding_size, then the tied table
+    "albert-masked-lm": lambda: transformers.AlbertForMaskedLM(_albert().config),
+    "electra-small-generator": lambda: transformers.ElectraForMaskedLM(_electra_small().config),
     "albert-tokens": lambda: transformers.AlbertForTokenClassification(
         _albert().config.__class__(**_albert().config.to_dict() | {"num_labels": 3})),
 }

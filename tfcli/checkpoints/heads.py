@@ -145,25 +145,23 @@ def _encoder_family(prefix: str, body: Architecture, multiple_choice: bool = Tru
 
 
 # RobertaModel, XLMRobertaModel and AlbertModel have a pooler (add_pooling_layer=True);
-# ElectraModel and DistilBertModel none. ALBERT's and ELECTRA's vocabulary heads read
-# embedding_dim-wide embeddings (not built: spec.embedding_dim), see ENCODER_REFUSED.
+# ElectraModel and DistilBertModel none. ALBERT's and ELECTRA's vocabulary heads map d_model to
+# the embedding_dim-wide tied table (Spec.logits_width).
 ARCHITECTURES |= {
     "roberta": _encoder_family("Roberta", BARE),
     "xlm-roberta": _encoder_family("XLMRoberta", BARE),
     # DistilBertForQuestionAnswering raises unless num_labels is 2
     "distilbert": _encoder_family("DistilBert", Architecture(False, pooler=False), qa=QA),
     "electra": _encoder_family("Electra", Architecture(False, pooler=False),
-                               multiple_choice=False, masked_lm=False) | {
+                               multiple_choice=False) | {
         # the discriminator: discriminator_predictions.dense + hidden_act on every token, then
         # dense_prediction, one logit per token (replaced or not)
         "ElectraForPreTraining": Architecture(False, "token_classification", pooler=False,
                                               labels=1, classifier_dense=True)},
-    "albert": _encoder_family("Albert", BARE, masked_lm=False),
+    "albert": _encoder_family("Albert", BARE),
 }
 ENCODER_REFUSED: dict[str, str] = {
-    "AlbertForMaskedLM": "a masked-LM head on factorised (embedding_size) embeddings",
     "AlbertForPreTraining": "two heads at once (masked-LM and sentence-order prediction)",
-    "ElectraForMaskedLM": "a generator's masked-LM head on embedding_size-wide embeddings",
     "ElectraForMultipleChoice": "a sequence-summary head",
     "RobertaForCausalLM": "a causal RoBERTa (is_decoder)",
     "XLMRobertaForCausalLM": "a causal XLM-RoBERTa (is_decoder)",

@@ -56,6 +56,12 @@ def _rules() -> list[Rule]:
         *linear(f"{layer}.ffn_output", f"{b}.ffn.w_down", f"{b}.ffn.b_down"),
         *norm(f"{layer}.full_layer_layer_norm", f"{b}.ffn_norm"),
         *linear("{base}pooler", "pooler_w", "pooler_b"),
+        # head masked_lm (AlbertMLMHead): dense to embedding_size, hidden_act, LayerNorm, then
+        # the tied decoder and its bias
+        *linear("predictions.dense", "head_dense", "head_dense_bias"),
+        *norm("predictions.LayerNorm", "head_norm"),
+        rule("predictions.decoder.weight", "lm_head", "linear"),
+        rule("predictions.bias", "lm_head_bias"),
     ]
 
 
@@ -63,7 +69,9 @@ TABLE = Table(
     bases=("albert.", ""), anchor="embeddings.word_embeddings.weight", rules=tuple(_rules()),
     # a task head's tensors (predictions.*, sop_classifier.*, ...) are ignored by a spec
     # without that head
-    ignored=(INDEX_BUFFERS, r"^(predictions|sop_classifier|classifier|qa_outputs)\."),
+    # (predictions.decoder.bias is predictions.bias)
+    ignored=(INDEX_BUFFERS, r"^(predictions|sop_classifier|classifier|qa_outputs)\.",
+             r"^predictions\.decoder\.bias$"),
     tied_copies=("predictions.decoder.weight",),
     renames=LAYERNORM_RENAMES,
 )

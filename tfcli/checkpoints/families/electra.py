@@ -10,7 +10,8 @@ from tfcli.checkpoints.families.bert_like import (INDEX_BUFFERS, LAYERNORM_RENAM
 from tfcli.checkpoints.families.common import require_false
 from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import Architecture
-from tfcli.checkpoints.names import Table, linear
+from tfcli.checkpoints.names import Table, linear, norm, rule
+from tfcli.spec import Spec
 
 # ElectraConfig() defaults, for the keys read
 DEFAULTS: Config = {
@@ -28,9 +29,19 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     d_model, width = fields["d_model"], c.integer("embedding_size")
     if arch.pooler:  # ElectraClassificationHead: dense, then (exact) GELU, on the first token
         fields["pooler_activation"] = "gelu"
+    if arch.head == "masked_lm":  # ElectraGeneratorPredictions: gelu whatever hidden_act
+        fields["head_activation"] = "gelu"
     if width != d_model:  # ElectraModel builds embeddings_project only then
         fields["embedding_dim"] = width
     return fields, []
+
+
+def _discriminator(spec: Spec) -> bool:
+    return spec.head != "masked_lm"
+
+
+def _generator(spec: Spec) -> bool:
+    return spec.head == "masked_lm"
 
 
 TABLE = Table(
@@ -40,7 +51,15 @@ TABLE = Table(
            # head sequence_classification: classifier.dense is the pooler, out_proj the classifier
            *linear("classifier.dense", "pooler_w", "pooler_b"),
            # the discriminator (ElectraForPreTraining): its dense before the 1-logit classifier
-           *linear("discriminator_predictions.dense", "head_dense", "head_dense_bias")),
+           *linear("discriminator_predictions.dense", "head_dense", "head_dense_bias",
+                   when=_discriminator),
+           # the generator (ElectraForMaskedLM): dense to embedding_size, gelu, LayerNorm, then
+           # the tied generator_lm_head and its bias
+           *linear("generator_predictions.dense", "head_dense", "head_dense_bias",
+                   when=_generator),
+           *norm("generator_predictions.LayerNorm", "head_norm"),
+           rule("generator_lm_head.weight", "lm_head", "linear"),
+           rule("generator_lm_head.bias", "lm_head_bias")),
     # a task head's tensors are ignored by a spec without that head
     ignored=(INDEX_BUFFERS, r"^(discriminator_predictions|generator_predictions|"
              r"generator_lm_head|classifier|qa_outputs|sequence_summary)\."),
