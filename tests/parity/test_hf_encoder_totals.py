@@ -36,6 +36,8 @@ HEAD_CASES = {
                                           66_985_530),
     "roberta-base masked LM": (ROBERTA_BASE, "RobertaForMaskedLM", 124_697_433),
     "xlm-roberta-large masked LM": (XLM_ROBERTA_LARGE, "XLMRobertaForMaskedLM", 560_142_482),
+    # AlbertModel less its pooler, plus the head on 128-wide embeddings
+    "albert-base-v2 masked LM": (ALBERT_BASE_V2, "AlbertForMaskedLM", 11_221_680),
     "roberta-base classifier": (ROBERTA_BASE, "RobertaForSequenceClassification", 124_647_170),
     "distilbert-base-uncased classifier": (DISTILBERT_BASE_UNCASED,
                                            "DistilBertForSequenceClassification", 66_955_010),
