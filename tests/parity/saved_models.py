@@ -3,9 +3,12 @@ safetensors the way every test_*_parity.py builds them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import torch
 from transformers import PreTrainedModel
 
@@ -45,3 +48,38 @@ def assert_counts_match(model: PreTrainedModel, path: Path) -> None:
     assert count_parameters(load_weights(path, spec)) == hf_total
     stored = stored_for(str(path), spec)
     assert stored is not None and stored.differences == (), stored and stored.verdict
+
+
+def real_logits(model: PreTrainedModel, path: Path, tokens: np.ndarray, mask: np.ndarray,
+                positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(tfcli's, transformers') logits of a padded batch on its real positions only: the saved
+    checkpoint at `path` loaded through tfcli, `model` run on the same ids, mask and positions."""
+    from tfcli.checkpoints import load_weights, spec_from_config_dir
+    from tfcli.engine.model import ModelInput, forward
+
+    with torch.no_grad():
+        want = model(input_ids=torch.from_numpy(tokens), attention_mask=torch.from_numpy(mask),
+                     position_ids=None if positions is None else torch.from_numpy(positions)
+                     ).logits.numpy()
+    spec = spec_from_config_dir(path)
+    got = forward(spec, load_weights(path, spec),
+                  ModelInput(tokens, attention_mask=mask, positions=positions)).logits
+    real = mask.astype(bool)
+    return got[real], want[real]
+
+
+def assert_check_cache(invoke: Callable[..., Any], path: Path, prompt: list[int],
+                       new_tokens: int) -> None:
+    """`tfcli generate PATH --check-cache` passes: cached and uncached runs give the same tokens."""
+    result = invoke("generate", str(path), "--tokens", ",".join(map(str, prompt)),
+                    "--max-new-tokens", str(new_tokens), "--check-cache", "-f", "json")
+    assert result.exit_code == 0, result.output
+    check = json.loads(result.stdout)["check"]
+    assert check["ok"] and check["identical_tokens"], check
+
+
+def assert_trace_execute(invoke: Callable[..., Any], path: Path) -> None:
+    """`tfcli trace PATH --execute` runs the engine and matches every analytic row."""
+    result = invoke("trace", str(path), "--execute", "-f", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["execute"]["ok"]

@@ -11,7 +11,6 @@ float64 1e-10 (1e-7 with scale_embedding: see test_float64_logits_match).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ import torch
 from transformers import BartConfig, BartForConditionalGeneration, PreTrainedModel
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.saved_models import assert_counts_match, save_random
+from tests.parity.saved_models import assert_check_cache, assert_counts_match, assert_trace_execute, save_random
 from tests.parity.test_hf_parity import F32, F64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
@@ -136,15 +135,9 @@ def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
 
 
 def test_check_cache_passes(saved: tuple[PreTrainedModel, Path], invoke) -> None:  # noqa: ANN001
-    result = invoke("generate", str(saved[1]), "--tokens", ",".join(map(str, PROMPTS[0])),
-                    "--max-new-tokens", "10", "--check-cache", "-f", "json")
-    assert result.exit_code == 0, result.output
-    check = json.loads(result.stdout)["check"]
-    assert check["ok"] and check["identical_tokens"], check
+    assert_check_cache(invoke, saved[1], PROMPTS[0], 10)
 
 
 def test_trace_execute_matches_the_analytic_rows(saved: tuple[PreTrainedModel, Path],
                                                  invoke) -> None:  # noqa: ANN001
-    result = invoke("trace", str(saved[1]), "--execute", "-f", "json")
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["execute"]["ok"]
+    assert_trace_execute(invoke, saved[1])

@@ -14,7 +14,6 @@ Tolerance: float32 rtol = atol = 1e-4 (as test_hf_parity.py), on the real positi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,10 +29,9 @@ from transformers import (
 )
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.saved_models import assert_counts_match, save_random
+from tests.parity.saved_models import assert_check_cache, assert_counts_match, assert_trace_execute, real_logits, save_random
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
-from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.weights import MoEWeights
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
@@ -113,19 +111,6 @@ def saved(request: pytest.FixtureRequest,
     return save_random(CASES[request.param], path), path
 
 
-def _logits(model: PreTrainedModel, path: Path, tokens: np.ndarray, mask: np.ndarray,
-            positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    with torch.no_grad():
-        want = model(input_ids=torch.from_numpy(tokens), attention_mask=torch.from_numpy(mask),
-                     position_ids=None if positions is None else torch.from_numpy(positions)
-                     ).logits.numpy()
-    spec = spec_from_config_dir(path)
-    got = forward(spec, load_weights(path, spec),
-                  ModelInput(tokens, attention_mask=mask, positions=positions)).logits
-    real = mask.astype(bool)
-    return got[real], want[real]
-
-
 def _tokens() -> np.ndarray:
     return np.random.default_rng(1).integers(1, VOCAB, size=(BATCH, LENGTH))
 
@@ -133,14 +118,14 @@ def _tokens() -> np.ndarray:
 def test_float32_logits_match_with_right_padding(saved: tuple[PreTrainedModel, Path]) -> None:
     tokens, mask = _tokens(), np.ones((BATCH, LENGTH), dtype=np.int64)
     mask[1, -4:] = 0
-    np.testing.assert_allclose(*_logits(*saved, tokens, mask), **F32)
+    np.testing.assert_allclose(*real_logits(*saved, tokens, mask), **F32)
 
 
 def test_float32_logits_match_with_left_padding(saved: tuple[PreTrainedModel, Path]) -> None:
     tokens, mask = _tokens(), np.ones((BATCH, LENGTH), dtype=np.int64)
     mask[1, :5] = 0
     positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
-    np.testing.assert_allclose(*_logits(*saved, tokens, mask, positions), **F32)
+    np.testing.assert_allclose(*real_logits(*saved, tokens, mask, positions), **F32)
 
 
 def test_counts_and_block_kinds_match(saved: tuple[PreTrainedModel, Path]) -> None:
@@ -170,18 +155,12 @@ def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
 
 
 def test_check_cache_passes(saved: tuple[PreTrainedModel, Path], invoke) -> None:  # noqa: ANN001
-    result = invoke("generate", str(saved[1]), "--tokens", ",".join(map(str, PROMPTS[0])),
-                    "--max-new-tokens", "12", "--check-cache", "-f", "json")
-    assert result.exit_code == 0, result.output
-    check = json.loads(result.stdout)["check"]
-    assert check["ok"] and check["identical_tokens"], check
+    assert_check_cache(invoke, saved[1], PROMPTS[0], 12)
 
 
 def test_trace_execute_matches_the_analytic_rows(saved: tuple[PreTrainedModel, Path],
                                                  invoke) -> None:  # noqa: ANN001
-    result = invoke("trace", str(saved[1]), "--execute", "-f", "json")
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["execute"]["ok"]
+    assert_trace_execute(invoke, saved[1])
 
 
 def _add_mtp_layer(path: Path) -> list[str]:
@@ -214,7 +193,7 @@ def test_the_multi_token_prediction_layer_is_ignored_and_said_to_be(tmp_path: Pa
     counts = [sum(p.numel() for p in m.parameters()) for m in (reloaded, model)]
     assert counts[0] == counts[1]
     tokens, mask = _tokens(), np.ones((BATCH, LENGTH), dtype=np.int64)
-    np.testing.assert_allclose(*_logits(reloaded.eval(), tmp_path, tokens, mask), **F32)
+    np.testing.assert_allclose(*real_logits(reloaded.eval(), tmp_path, tokens, mask), **F32)
     spec = spec_from_config_dir(tmp_path)
     stored = stored_for(str(tmp_path), spec)
     assert stored is not None and stored.differences == (), stored and stored.verdict

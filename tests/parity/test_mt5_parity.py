@@ -10,7 +10,6 @@ float64 1e-10 with transformers' RMSNorm kept in float64 (it computes the varian
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from transformers.models.mt5 import modeling_mt5
 from transformers.models.umt5 import modeling_umt5
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.saved_models import assert_counts_match, save_random
+from tests.parity.saved_models import assert_check_cache, assert_counts_match, assert_trace_execute, save_random
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
@@ -175,18 +174,12 @@ def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
 
 
 def test_check_cache_passes(saved: tuple[PreTrainedModel, Path], invoke) -> None:  # noqa: ANN001
-    result = invoke("generate", str(saved[1]), "--tokens", ",".join(map(str, PROMPTS[0])),
-                    "--max-new-tokens", "10", "--check-cache", "-f", "json")
-    assert result.exit_code == 0, result.output
-    check = json.loads(result.stdout)["check"]
-    assert check["ok"] and check["identical_tokens"], check
+    assert_check_cache(invoke, saved[1], PROMPTS[0], 10)
 
 
 def test_trace_execute_matches_the_analytic_rows(saved: tuple[PreTrainedModel, Path],
                                                  invoke) -> None:  # noqa: ANN001
-    result = invoke("trace", str(saved[1]), "--execute", "-f", "json")
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["execute"]["ok"]
+    assert_trace_execute(invoke, saved[1])
 
 
 @pytest.mark.parametrize("name", ["MT5EncoderModel", "UMT5EncoderModel"])

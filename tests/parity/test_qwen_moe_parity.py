@@ -9,13 +9,11 @@ Tolerance: float32 rtol = atol = 1e-4 (as test_hf_parity.py), on the real positi
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from transformers import (
     PreTrainedModel,
     Qwen2MoeConfig,
@@ -25,10 +23,9 @@ from transformers import (
 )
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.saved_models import save_random
+from tests.parity.saved_models import assert_check_cache, assert_trace_execute, real_logits, save_random
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
-from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.weights import MoEWeights, count_parameters
 from tfcli.params import total_parameters
 
@@ -76,19 +73,6 @@ def saved(request: pytest.FixtureRequest,
     return save_random(CASES[request.param], path), path
 
 
-def _logits(model: PreTrainedModel, path: Path, tokens: np.ndarray, mask: np.ndarray,
-            positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    with torch.no_grad():
-        want = model(input_ids=torch.from_numpy(tokens), attention_mask=torch.from_numpy(mask),
-                     position_ids=None if positions is None else torch.from_numpy(positions)
-                     ).logits.numpy()
-    spec = spec_from_config_dir(path)
-    got = forward(spec, load_weights(path, spec),
-                  ModelInput(tokens, attention_mask=mask, positions=positions)).logits
-    real = mask.astype(bool)
-    return got[real], want[real]
-
-
 def _tokens() -> np.ndarray:
     return np.random.default_rng(1).integers(1, VOCAB, size=(BATCH, LENGTH))
 
@@ -96,14 +80,14 @@ def _tokens() -> np.ndarray:
 def test_float32_logits_match_with_right_padding(saved: tuple[PreTrainedModel, Path]) -> None:
     tokens, mask = _tokens(), np.ones((BATCH, LENGTH), dtype=np.int64)
     mask[1, -4:] = 0
-    np.testing.assert_allclose(*_logits(*saved, tokens, mask), **F32)
+    np.testing.assert_allclose(*real_logits(*saved, tokens, mask), **F32)
 
 
 def test_float32_logits_match_with_left_padding(saved: tuple[PreTrainedModel, Path]) -> None:
     tokens, mask = _tokens(), np.ones((BATCH, LENGTH), dtype=np.int64)
     mask[1, :5] = 0
     positions = np.maximum(np.cumsum(mask, axis=1) - 1, 0)
-    np.testing.assert_allclose(*_logits(*saved, tokens, mask, positions), **F32)
+    np.testing.assert_allclose(*real_logits(*saved, tokens, mask, positions), **F32)
 
 
 def test_parameter_count_and_block_kinds_match(saved: tuple[PreTrainedModel, Path]) -> None:
@@ -125,15 +109,9 @@ def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
 
 
 def test_check_cache_passes(saved: tuple[PreTrainedModel, Path], invoke) -> None:  # noqa: ANN001
-    result = invoke("generate", str(saved[1]), "--tokens", ",".join(map(str, PROMPTS[0])),
-                    "--max-new-tokens", "12", "--check-cache", "-f", "json")
-    assert result.exit_code == 0, result.output
-    check = json.loads(result.stdout)["check"]
-    assert check["ok"] and check["identical_tokens"], check
+    assert_check_cache(invoke, saved[1], PROMPTS[0], 12)
 
 
 def test_trace_execute_matches_the_analytic_rows(saved: tuple[PreTrainedModel, Path],
                                                  invoke) -> None:  # noqa: ANN001
-    result = invoke("trace", str(saved[1]), "--execute", "-f", "json")
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["execute"]["ok"]
+    assert_trace_execute(invoke, saved[1])
