@@ -83,3 +83,37 @@ def assert_trace_execute(invoke: Callable[..., Any], path: Path) -> None:
     result = invoke("trace", str(path), "--execute", "-f", "json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["execute"]["ok"]
+
+
+def seq2seq_inputs(left: bool, *, vocab: int, batch: int, source: int, target: int,
+                   lowest: int) -> dict[str, np.ndarray]:
+    """An encoder-decoder batch: sources with row 1 left- or right-padded by 4, targets with
+    row 0 right-padded by 2; source ids from `lowest` up (above the family's special ids)."""
+    rng = np.random.default_rng(1)
+    ids = rng.integers(lowest, vocab, size=(batch, source))
+    mask = np.ones((batch, source), dtype=np.int64)
+    mask[1, :4] = 0 if left else 1
+    mask[1, -4:] = 1 if left else 0
+    decoder = rng.integers(0, vocab, size=(batch, target))
+    target_mask = np.ones((batch, target), dtype=np.int64)
+    target_mask[0, -2:] = 0  # a right-padded target row
+    return {"source": ids, "mask": mask, "target": decoder, "target_mask": target_mask}
+
+
+def seq2seq_real_logits(model: PreTrainedModel, path: Path, given: dict[str, np.ndarray],
+                        dtype: type = np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """(tfcli's, transformers') decoder logits of a seq2seq_inputs batch on its real target
+    positions, tfcli's weights loaded in `dtype`."""
+    from tfcli.checkpoints import load_weights, spec_from_config_dir
+    from tfcli.engine.model import ModelInput, forward
+
+    t = {k: torch.from_numpy(v) for k, v in given.items()}
+    with torch.no_grad():
+        want = model(input_ids=t["source"], attention_mask=t["mask"],
+                     decoder_input_ids=t["target"], decoder_attention_mask=t["target_mask"])
+    spec = spec_from_config_dir(path)
+    got = forward(spec, load_weights(path, spec, dtype=dtype), ModelInput(
+        given["source"], attention_mask=given["mask"], decoder_tokens=given["target"],
+        decoder_attention_mask=given["target_mask"]))
+    real = given["target_mask"].astype(bool)
+    return got.logits[real], want.logits.numpy()[real]

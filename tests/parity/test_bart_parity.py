@@ -19,10 +19,11 @@ import torch
 from transformers import BartConfig, BartForConditionalGeneration, PreTrainedModel
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.saved_models import assert_check_cache, assert_counts_match, assert_trace_execute, save_random
+from tests.parity.saved_models import (assert_check_cache, assert_counts_match,
+                                       assert_trace_execute, save_random, seq2seq_inputs,
+                                       seq2seq_real_logits)
 from tests.parity.test_hf_parity import F32, F64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
-from tfcli.engine.model import ModelInput, forward
 
 VOCAB, BATCH, SOURCE, TARGET, NEW_TOKENS = 120, 2, 12, 7, 8
 # BART's decoder_start_token_id (2) kept: generate starts from it on both sides; no forced EOS
@@ -57,31 +58,13 @@ def saved(request: pytest.FixtureRequest,
 
 
 def _inputs(left: bool) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(1)
-    source = rng.integers(3, VOCAB, size=(BATCH, SOURCE))
-    mask = np.ones((BATCH, SOURCE), dtype=np.int64)
-    mask[1, :4] = 0 if left else 1
-    mask[1, -4:] = 1 if left else 0
-    target = rng.integers(0, VOCAB, size=(BATCH, TARGET))
-    target_mask = np.ones((BATCH, TARGET), dtype=np.int64)
-    target_mask[0, -2:] = 0  # a right-padded target row
-    return {"source": source, "mask": mask, "target": target, "target_mask": target_mask}
+    return seq2seq_inputs(left, vocab=VOCAB, batch=BATCH, source=SOURCE, target=TARGET,
+                          lowest=3)
 
 
 def _logits(saved: tuple[PreTrainedModel, Path], left: bool,
             dtype: type = np.float32) -> tuple[np.ndarray, np.ndarray]:
-    model, path = saved
-    given = _inputs(left)
-    t = {k: torch.from_numpy(v) for k, v in given.items()}
-    with torch.no_grad():
-        want = model(input_ids=t["source"], attention_mask=t["mask"],
-                     decoder_input_ids=t["target"], decoder_attention_mask=t["target_mask"])
-    spec = spec_from_config_dir(path)
-    got = forward(spec, load_weights(path, spec, dtype=dtype), ModelInput(
-        given["source"], attention_mask=given["mask"], decoder_tokens=given["target"],
-        decoder_attention_mask=given["target_mask"]))
-    real = given["target_mask"].astype(bool)
-    return got.logits[real], want.logits.numpy()[real]
+    return seq2seq_real_logits(*saved, _inputs(left), dtype)
 
 
 @pytest.mark.parametrize("left", [False, True], ids=["right-padded", "left-padded"])
