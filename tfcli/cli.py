@@ -8,13 +8,24 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from enum import Enum
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
 from tfcli import __version__
-from tfcli.errors import EXIT_BAD_INPUT, TfcliError
-from tfcli.guard import GuardedGroup, report_error
+from tfcli.cli_options import (
+    DtypeOpt,
+    F,
+    FormatOpt,
+    LayersOpt,
+    SeedOpt,
+    SpecArg,
+    WeightsOpt,
+    handle_errors,
+    load_spec_arg as _load,
+)
+from tfcli.errors import EXIT_BAD_INPUT
+from tfcli.guard import GuardedGroup
 from tfcli.render.output import OutputFormat, emit, emit_text, stderr_console, with_progress
 
 app = typer.Typer(
@@ -28,28 +39,6 @@ app = typer.Typer(
     cls=GuardedGroup,  # one line per error, whatever fails (option errors, full disks, bugs)
 )
 
-# Options shared by every command, defined once.
-FormatOpt = Annotated[
-    OutputFormat,
-    typer.Option("--format", "-f", help="table for people; json / csv on stdout for scripts."),
-]
-SpecArg = Annotated[
-    str,
-    typer.Argument(help="A spec file, a bundled spec name (see `tfcli specs`) or a Hugging Face "
-                   "model directory with config.json.", show_default=False),
-]
-SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed for every random draw.")]
-DtypeOpt = Annotated[str, typer.Option("--dtype", help="Engine dtype: float32 or float64.")]
-LayersOpt = Annotated[
-    int | None,
-    typer.Option("--layers", min=1, help="Truncate every stack to K blocks (to fit big specs)."),
-]
-WeightsOpt = Annotated[
-    str | None,
-    typer.Option("--weights", help="Hugging Face model directory (config.json + safetensors)."),
-]
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class PoolChoice(str, Enum):
@@ -59,20 +48,6 @@ class PoolChoice(str, Enum):
     cls = "cls"
     last = "last"
     none = "none"
-
-
-def handle_errors(func: F) -> F:
-    """Turn a TfcliError into one message on stderr and its exit code; no traceback unless
-    TFCLI_DEBUG=1. Anything else reaches the guard (tfcli.guard), which says it in one line."""
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except TfcliError as exc:
-            raise typer.Exit(report_error(exc)) from None
-
-    return wrapper  # type: ignore[return-value]
 
 
 def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
@@ -98,13 +73,6 @@ def _main(
     ] = False,
 ) -> None:
     """Inspect and run Transformer architectures."""
-
-
-def _load(spec_arg: str, layers: int | None = None) -> Any:
-    from tfcli.spec_io import load_spec
-
-    spec = load_spec(spec_arg)
-    return spec.with_layers(layers) if layers else spec
 
 
 @command("params")
