@@ -316,7 +316,7 @@ def _trace_execute(spec: Any, report: Any, seed: int, fmt: OutputFormat) -> None
     check = execute_check(spec, report, seed=seed)
     both = TracedExecution(report, check)
     emit(both, fmt, lambda: Group(render_trace(report), render_execute_check(check)))
-    if fmt is OutputFormat.csv:  # CSV rows have no place for it: the verdict goes to stderr
+    if fmt in (OutputFormat.csv, OutputFormat.markdown):  # no place in the rows: to stderr
         stderr_console().print(render_execute_check(check))
     if not check.ok:
         raise CheckFailedError(f"{len(check.mismatches)} analytic shapes differ from the forward pass")

@@ -20,7 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Options shared by every command, defined once.
 FormatOpt = Annotated[
     OutputFormat,
-    typer.Option("--format", "-f", help="table for people; json / csv on stdout for scripts."),
+    typer.Option("--format", "-f", help="table for people; json / csv on stdout for scripts; markdown for docs."),
 ]
 SpecArg = Annotated[
     str,

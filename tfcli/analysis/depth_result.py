@@ -108,6 +108,11 @@ class DepthSweepResult:
     def with_verdict(self, verdict: str) -> DepthSweepResult:
         return replace(self, verdict=verdict)
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """What `--format markdown` lists under the table: the verdict."""
+        return (self.verdict,) if self.verdict else ()
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "spec": self.spec_name, "sublayer": self.sublayer, "causal": self.causal,

@@ -170,6 +170,23 @@ class ParamsReport:
         rows.append([total, "", "", "", "", self.total, "1.000000", note])
         return header, rows
 
+    def markdown_tables(self) -> list[tuple[str, list[str], list[list[object]]]]:
+        """`--format markdown`: the CSV component rows, then the summary the table view shows
+        under them (exact figures: parameters, bytes)."""
+        return [(f"{self.spec_name} — parameters per component", *self.csv_rows()),
+                ("summary", ["what", "value"], self.summary_rows())]
+
+    def summary_rows(self) -> list[list[object]]:
+        kv = self.kv_cache
+        rows: list[list[object]] = [
+            ["total", self.total], ["non-embedding", self.non_embedding],
+            ["active per token", self.active], ["attention", self.attention],
+            ["FFN", self.ffn], ["estimate 12·L·d²", self.estimate_12ld2]]
+        rows += [[f"weights in {dtype} (bytes)", size] for dtype, size in self.memory_bytes.items()]
+        rows.append([f"KV cache per token ({kv.dtype}, bytes)", kv.per_token_bytes])
+        rows.append([f"KV cache, {kv.context} tokens × batch {kv.batch} (bytes)", kv.total_bytes])
+        return rows
+
 
 def _row_dict(row: ComponentRow) -> dict[str, Any]:
     return {

@@ -1,4 +1,5 @@
-"""One place that decides table vs JSON vs CSV (the sqlite-utils / huggingface_hub pattern).
+"""One place that decides table vs JSON vs CSV vs markdown (the sqlite-utils / huggingface_hub
+pattern).
 
 Every result object offers `to_dict()` (JSON) and `csv_rows()` (header, rows); the table form is
 a rich renderable built by the command's renderer. JSON and CSV go to stdout with no markup.
@@ -25,6 +26,7 @@ class OutputFormat(str, Enum):
     table = "table"
     json = "json"
     csv = "csv"
+    markdown = "markdown"  # GitHub-flavoured tables of the CSV rows, for docs (render/markdown.py)
 
 
 class Result(Protocol):
@@ -89,6 +91,10 @@ def _write(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(header)
         writer.writerows([_csv_cell(cell) for cell in row] for row in rows)
+    elif fmt is OutputFormat.markdown:
+        from tfcli.render.markdown import result_markdown
+
+        sys.stdout.write(result_markdown(result))
     else:
         stdout_console().print(table())
 
