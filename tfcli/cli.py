@@ -377,6 +377,11 @@ def depth_sweep_cmd(
     emit(result, fmt, lambda: render_depth_sweep(result))
 
 
+from tfcli import cli_perf  # noqa: E402  (commands in modules of their own, registered here)
+
+command("gpus")(cli_perf.gpus_cmd)
+
+
 def main() -> None:
     """Console-script entry point."""
     app(prog_name="tfcli")
