@@ -381,6 +381,10 @@ from tfcli import cli_perf  # noqa: E402  (commands in modules of their own, reg
 
 command("gpus")(cli_perf.gpus_cmd)
 
+from tfcli import cli_diff  # noqa: E402
+
+command("diff")(cli_diff.diff_cmd)
+
 
 def main() -> None:
     """Console-script entry point."""
