@@ -24,6 +24,7 @@ from tfcli.cli_options import (
     handle_errors,
     load_spec_arg as _load,
 )
+from tfcli.cli_perf import CausalHalfOpt, MacsOpt, MatmulsOnlyOpt, WindowOpt, flop_convention
 from tfcli.errors import EXIT_BAD_INPUT
 from tfcli.guard import GuardedGroup
 from tfcli.render.output import OutputFormat, emit, emit_text, stderr_console, with_progress
@@ -285,6 +286,10 @@ def trace_cmd(
     depth: Annotated[int, typer.Option(min=1, max=3, help="Fold rows: 1 block, 2 sublayer, 3 op.")] = 3,
     dtype: Annotated[str, typer.Option(help="Activation dtype for the byte column.")] = "float32",
     execute: Annotated[bool, typer.Option("--execute", help="Run a real forward pass and check every shape.")] = False,
+    macs: MacsOpt = False,
+    causal_half: CausalHalfOpt = False,
+    window: WindowOpt = False,
+    matmuls_only: MatmulsOnlyOpt = False,
     layers: LayersOpt = None,
     seed: SeedOpt = 0,
     fmt: FormatOpt = OutputFormat.table,
@@ -299,6 +304,10 @@ def trace_cmd(
     model_spec = _load(spec, layers)
     report = build_trace(model_spec, batch=batch, seq_len=seq_len, src_len=src_len,
                          tgt_len=tgt_len, dtype=dtype).at_depth(depth)
+    from tfcli.analysis.flop_convention import apply_convention
+
+    convention = flop_convention(macs, causal_half, window, matmuls_only)
+    report = apply_convention(report, model_spec, convention)  # the default: unchanged
     if not execute:
         emit(report, fmt, lambda: render_trace(report))
         return
@@ -380,6 +389,7 @@ def depth_sweep_cmd(
 from tfcli import cli_perf  # noqa: E402  (commands in modules of their own, registered here)
 
 command("gpus")(cli_perf.gpus_cmd)
+command("perf")(cli_perf.perf_cmd)
 
 from tfcli import cli_diff  # noqa: E402
 

@@ -3,11 +3,12 @@ Plain functions on the shared option types, registered in tfcli/cli.py with `com
 
 from __future__ import annotations
 
-from typing import Annotated
+from enum import Enum
+from typing import Annotated, Any
 
 import typer
 
-from tfcli.cli_options import FormatOpt
+from tfcli.cli_options import FormatOpt, LayersOpt, SpecArg, load_spec_arg
 from tfcli.render.output import OutputFormat, emit
 
 
@@ -25,3 +26,70 @@ def gpus_cmd(
 
     gpus = build_gpu_list(measure_cpu=measure_cpu)
     emit(gpus, fmt, lambda: render_gpus(gpus))
+
+
+class PerfDtype(str, Enum):
+    """`tfcli perf --dtype / --kv-dtype`: what the matmuls (and the cache) run in."""
+
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    float8 = "float8"
+    float32 = "float32"
+
+
+class Recompute(str, Enum):
+    none = "none"
+    full = "full"
+
+
+# FLOP conventions, shared by `tfcli trace` and `tfcli perf` (the defaults count as trace does).
+MacsOpt = Annotated[bool, typer.Option("--macs", help="Count a multiply-add as 1 (MACs) in matmul rows, not 2.")]
+CausalHalfOpt = Annotated[bool, typer.Option("--causal-half", help="Halve causal self-attention's QK^T and PV (the masked half is skipped).")]
+WindowOpt = Annotated[bool, typer.Option("--window", help="Count only the keys inside a sliding window (local layers).")]
+MatmulsOnlyOpt = Annotated[bool, typer.Option("--matmuls-only", help="Count matmul rows only (no norms, softmax, adds, activations).")]
+
+
+def flop_convention(macs: bool, causal_half: bool, window: bool, matmuls_only: bool) -> Any:
+    """The FlopConvention the four options ask for."""
+    from tfcli.analysis.flop_convention import FlopConvention
+
+    return FlopConvention(macs=macs, causal_half=causal_half, window=window,
+                          matmuls_only=matmuls_only)
+
+
+def perf_cmd(
+    spec: SpecArg,
+    gpu: Annotated[str, typer.Option("--gpu", help="Accelerator (`tfcli gpus`), or cpu: this machine, measured.", show_default=False)],
+    batch: Annotated[int, typer.Option(min=1, help="Sequences per batch (per GPU when training).")] = 1,
+    seq_len: Annotated[int | None, typer.Option(min=1, help="Prompt length and decode context; training sequence length (default min(max_seq_len, 1024)).")] = None,
+    dtype: Annotated[PerfDtype | None, typer.Option("--dtype", help="Matmul and weight dtype (default: bfloat16, else float16, else float32, as the accelerator has).")] = None,
+    kv_dtype: Annotated[PerfDtype | None, typer.Option("--kv-dtype", help="KV-cache dtype (default: --dtype; bfloat16 for float8).")] = None,
+    mfu: Annotated[float, typer.Option("--mfu", help="Model FLOP/s utilisation, in (0, 1]: the share of peak a compute-bound step reaches.")] = 0.5,
+    train: Annotated[bool, typer.Option("--train", help="Also estimate training: FLOPs per token, step time, tokens/s.")] = False,
+    recompute: Annotated[Recompute, typer.Option("--recompute", help="Training: none (x3 forward) or full recomputation (x4).")] = Recompute.none,
+    tokens: Annotated[float | None, typer.Option("--tokens", help="Training tokens D (e.g. 2e12): GPU-hours and wall-clock.")] = None,
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="Training: data-parallel GPUs (--batch each).")] = 1,
+    macs: MacsOpt = False,
+    causal_half: CausalHalfOpt = False,
+    window: WindowOpt = False,
+    matmuls_only: MatmulsOnlyOpt = False,
+    layers: LayersOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Roofline estimate on one accelerator: prefill time (compute-bound at --mfu, and per-op
+    roofline), time to first token, decode tokens/s (weights + KV cache read per step), and
+    with --train FLOPs per token (exact vs 6N), step time and GPU-hours.
+
+    Example: tfcli perf llama-2-7b --gpu a100 --seq-len 2048 --train --tokens 2e12 --gpus 8
+    """
+    from tfcli.analysis.perf import PerfOptions, build_perf_estimate
+    from tfcli.render.perf import render_perf
+
+    options = PerfOptions(
+        gpu=gpu, batch=batch, seq_len=seq_len, dtype=None if dtype is None else dtype.value,
+        kv_dtype=None if kv_dtype is None else kv_dtype.value, mfu=mfu, train=train,
+        recompute=recompute.value, tokens=tokens, gpus=gpus,
+        convention=flop_convention(macs, causal_half, window, matmuls_only),
+    )
+    estimate = build_perf_estimate(load_spec_arg(spec, layers), options)
+    emit(estimate, fmt, lambda: render_perf(estimate))

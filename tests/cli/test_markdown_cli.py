@@ -18,6 +18,7 @@ CASES: dict[str, tuple[str, ...]] = {
     "generate": ("generate", "lesson-tiny", "--tokens", "1,2", "--max-new-tokens", "3"),
     "trace": ("trace", "lesson-tiny", "--seq-len", "8", "--depth", "2"),
     "depth-sweep": ("depth-sweep", "--sublayer", "linear", "--depths", "1,2", "--quiet"),
+    "perf": ("perf", "lesson-tiny", "--gpu", "h100", "--train"),
 }
 
 

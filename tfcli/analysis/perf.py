@@ -1,0 +1,396 @@
+"""`tfcli perf`: a roofline estimate of prefill, decode and training time on one accelerator.
+
+Every figure is arithmetic on the trace's rows (FLOPs, shapes, owned parameters) and the
+accelerator's peak FLOP/s and bandwidth (tfcli.analysis.gpus); docs/perf.md states each formula
+and what it leaves out. One point per call: `build_perf_estimate(spec, options)` for one batch
+and one sequence length (sweeps call it once per point).
+
+- prefill: compute-bound time = FLOPs / (peak x MFU), and the per-op roofline: each trace row
+  alone at max(FLOPs / peak, bytes / bandwidth), summed (eager: no fusion, no overlap); the
+  estimate is the slower of the two; time to first token = that estimate.
+- decode (decoder-only specs): one step of `batch` new tokens over `seq_len` cached ones reads
+  every weight a token uses (gathered embedding rows excepted) and the whole KV cache;
+  step time = max(bytes / bandwidth, step FLOPs / peak).
+- training: FLOPs per token = forward x 3 (backward twice the forward), x 4 with full
+  recomputation; beside it 6N; step time and GPU-hours at the MFU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tfcli.analysis.flop_convention import PAIR_OPS, FlopConvention, apply_convention, recount
+from tfcli.analysis.gpus import Accelerator, find_gpu
+from tfcli.analysis.trace import MAX_SIZE, build_trace
+from tfcli.analysis.trace_rows import TraceRow
+from tfcli.errors import BadInputError
+from tfcli.params import components, inactive_expert_parameters, kv_cache_bytes, \
+    kv_cache_window_bytes, total_parameters
+from tfcli.spec import Spec
+
+PERF_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float8": 1, "float32": 4}
+DEFAULT_DTYPES = ("bfloat16", "float16", "float32")  # the first the accelerator has
+DEFAULT_MFU = 0.5  # a stated assumption: well-tuned dense training reaches 0.4-0.6
+DEFAULT_SEQ_LEN = 1024  # or max_seq_len when shorter
+RECOMPUTE = {"none": 3, "full": 4}  # training FLOPs / forward FLOPs
+GATHERED_OPS = frozenset({"token_embedding", "position_embedding", "token_type_embedding"})
+SCORE_OPS = PAIR_OPS | {"softmax", "softcap"}  # rows over the (queries, keys) score matrix
+TOP_OPS = 10  # the slowest prefill ops listed
+
+
+@dataclass(frozen=True)
+class PerfOptions:
+    """One point of `tfcli perf`."""
+
+    gpu: str
+    batch: int = 1
+    seq_len: int | None = None  # prompt length, decode context, training sequence length
+    dtype: str | None = None  # compute and weight dtype; None: the first of DEFAULT_DTYPES
+    kv_dtype: str | None = None  # None: dtype (float8: bfloat16)
+    mfu: float = DEFAULT_MFU
+    train: bool = False
+    recompute: str = "none"
+    tokens: float | None = None  # training tokens D, for GPU-hours
+    gpus: int = 1
+    convention: FlopConvention = field(default_factory=FlopConvention)
+
+
+@dataclass(frozen=True)
+class OpTime:
+    """One trace row on the roofline."""
+
+    path: str
+    op: str
+    flops: int
+    bytes: int
+    seconds: float
+    bound: str  # "compute" or "memory"
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+@dataclass(frozen=True)
+class Prefill:
+    tokens: int
+    flops: int
+    bytes: int
+    compute_seconds: float  # FLOPs / (peak x MFU)
+    roofline_seconds: float  # sum over ops of max(FLOPs / peak, bytes / bandwidth)
+    memory_bound_ops: int
+    ops: int
+    slowest: tuple[OpTime, ...]
+
+    @property
+    def seconds(self) -> float:
+        return max(self.compute_seconds, self.roofline_seconds)
+
+
+@dataclass(frozen=True)
+class Decode:
+    batch: int
+    context: int  # cached tokens each new token attends to
+    weight_bytes: int
+    kv_bytes: int
+    flops: int  # one step: `batch` new tokens
+    memory_seconds: float
+    compute_seconds: float
+
+    @property
+    def seconds(self) -> float:
+        return max(self.memory_seconds, self.compute_seconds)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.batch / self.seconds
+
+
+@dataclass(frozen=True)
+class Training:
+    forward_flops_per_token: float
+    multiplier: int  # 3, or 4 with full recomputation
+    matmul_params: int  # N of 6N
+    step_tokens: int  # over all GPUs
+    step_seconds: float
+    tokens: float | None
+    gpus: int
+
+    @property
+    def flops_per_token(self) -> float:
+        return self.multiplier * self.forward_flops_per_token
+
+    @property
+    def six_n(self) -> int:
+        return 6 * self.matmul_params
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.step_tokens / self.step_seconds
+
+    @property
+    def gpu_hours(self) -> float | None:
+        return None if self.tokens is None else \
+            self.tokens / self.tokens_per_s * self.gpus / 3600
+
+
+@dataclass(frozen=True)
+class PerfEstimate:
+    spec_name: str
+    accelerator: Accelerator
+    dtype: str
+    kv_dtype: str
+    batch: int
+    seq_len: int
+    mfu: float
+    convention: FlopConvention
+    prefill: Prefill
+    decode: Decode | None
+    training: Training | None
+    notes: tuple[str, ...]
+
+    @property
+    def ttft_seconds(self) -> float:
+        return self.prefill.seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spec": self.spec_name, "gpu": self.accelerator.to_dict(), "dtype": self.dtype,
+                "kv_dtype": self.kv_dtype, "batch": self.batch, "seq_len": self.seq_len,
+                "mfu": self.mfu, "convention": self.convention.to_dict(),
+                "prefill": _prefill_dict(self.prefill), "ttft_seconds": self.ttft_seconds,
+                "decode": _decode_dict(self.decode), "training": _training_dict(self.training),
+                "notes": list(self.notes)}
+
+    def csv_rows(self) -> tuple[list[str], list[list[object]]]:
+        return ["metric", "value", "unit"], [list(r) for r in metric_rows(self)]
+
+
+def _prefill_dict(p: Prefill) -> dict[str, Any]:
+    return {"tokens": p.tokens, "flops": p.flops, "bytes": p.bytes,
+            "compute_seconds": p.compute_seconds, "roofline_seconds": p.roofline_seconds,
+            "seconds": p.seconds, "memory_bound_ops": p.memory_bound_ops, "ops": p.ops,
+            "slowest_ops": [o.to_dict() for o in p.slowest]}
+
+
+def _decode_dict(d: Decode | None) -> dict[str, Any] | None:
+    if d is None:
+        return None
+    return {"batch": d.batch, "context": d.context, "weight_bytes": d.weight_bytes,
+            "kv_bytes": d.kv_bytes, "flops": d.flops, "memory_seconds": d.memory_seconds,
+            "compute_seconds": d.compute_seconds, "step_seconds": d.seconds,
+            "tokens_per_s": d.tokens_per_s}
+
+
+def _training_dict(t: Training | None) -> dict[str, Any] | None:
+    if t is None:
+        return None
+    return {"forward_flops_per_token": t.forward_flops_per_token, "multiplier": t.multiplier,
+            "flops_per_token": t.flops_per_token, "matmul_params": t.matmul_params,
+            "six_n_flops_per_token": t.six_n, "step_tokens": t.step_tokens,
+            "step_seconds": t.step_seconds, "tokens_per_s": t.tokens_per_s,
+            "tokens": t.tokens, "gpus": t.gpus, "gpu_hours": t.gpu_hours}
+
+
+def metric_rows(e: PerfEstimate) -> list[tuple[str, float | int | str, str]]:
+    """(metric, value, unit): the CSV rows, and what the table shows."""
+    p = e.prefill
+    rows: list[tuple[str, float | int | str, str]] = [
+        ("prefill FLOPs", p.flops, "FLOP"), ("prefill bytes (roofline)", p.bytes, "B"),
+        (f"prefill compute-bound at MFU {e.mfu:g}", p.compute_seconds, "s"),
+        ("prefill per-op roofline", p.roofline_seconds, "s"),
+        ("prefill memory-bound ops", f"{p.memory_bound_ops} of {p.ops}", ""),
+        ("time to first token", e.ttft_seconds, "s"),
+    ]
+    if e.decode is not None:
+        d = e.decode
+        rows += [("decode weight bytes per step", d.weight_bytes, "B"),
+                 ("decode KV-cache bytes per step", d.kv_bytes, "B"),
+                 ("decode FLOPs per step", d.flops, "FLOP"),
+                 ("decode step (memory)", d.memory_seconds, "s"),
+                 ("decode step (compute)", d.compute_seconds, "s"),
+                 ("decode tokens/s", d.tokens_per_s, "token/s")]
+    if e.training is not None:
+        t = e.training
+        rows += [("training FLOPs per token (exact)", t.flops_per_token, "FLOP"),
+                 ("training FLOPs per token (6N)", t.six_n, "FLOP"),
+                 ("step time", t.step_seconds, "s"), ("training tokens/s", t.tokens_per_s,
+                                                      "token/s")]
+        if t.gpu_hours is not None:
+            rows += [("GPU-hours", t.gpu_hours, "h"), ("wall-clock", t.gpu_hours / t.gpus, "h")]
+    return rows
+
+
+# --- options ------------------------------------------------------------------------------------
+
+
+def check_options(options: PerfOptions) -> None:
+    """BadInputError naming the option for an MFU outside (0, 1] and other impossible values."""
+    if not (0 < options.mfu <= 1):  # also refuses NaN
+        raise BadInputError(f"--mfu must be in (0, 1] (a fraction of the peak), got {options.mfu:g}")
+    if options.recompute not in RECOMPUTE:
+        raise BadInputError(f"--recompute must be one of {', '.join(RECOMPUTE)}, got "
+                            f"'{options.recompute[:20]}'")
+    if not (1 <= options.gpus <= MAX_SIZE):
+        raise BadInputError(f"--gpus must be between 1 and 2^40, got {options.gpus}")
+    if options.tokens is not None and not (0 < options.tokens < 1e30):
+        raise BadInputError(f"--tokens must be a positive count below 1e30, got {options.tokens:g}")
+    for name, dtype in (("--dtype", options.dtype), ("--kv-dtype", options.kv_dtype)):
+        if dtype is not None and dtype not in PERF_DTYPE_BYTES:
+            raise BadInputError(f"{name} must be one of {', '.join(PERF_DTYPE_BYTES)}, got "
+                                f"'{dtype[:20]}'")
+
+
+def _dtype(gpu: Accelerator, asked: str | None) -> str:
+    if asked is not None:
+        try:
+            gpu.peak_flops(asked)
+        except BadInputError as exc:  # the chip has no such figure: name the option
+            raise BadInputError(f"--dtype {asked}: {exc.message}") from None
+        return asked
+    return next(d for d in DEFAULT_DTYPES if d in gpu.dtypes())
+
+
+def _kv_dtype(dtype: str, asked: str | None) -> str:
+    return asked or ("bfloat16" if dtype == "float8" else dtype)
+
+
+def _activation_dtype(dtype: str) -> str:
+    """The trace's activation dtype: float8 matmuls read and write bfloat16 activations."""
+    return "float32" if dtype == "float32" else "bfloat16" if dtype == "float8" else dtype
+
+
+# --- prefill ------------------------------------------------------------------------------------
+
+
+def _row_bytes(spec: Spec, row: TraceRow, weight_bytes: float, act_bytes: float) -> int:
+    """Bytes one op moves: the weights it reads, its inputs and its output. Embedding ops
+    gather rows (as many as their output), not the table; a tied head reads the table."""
+    elements = math.prod(row.output) + sum(math.prod(s) for s in row.inputs)
+    weights = row.params
+    if row.op in GATHERED_OPS:
+        weights = 0
+        elements += math.prod(row.output)  # the rows gathered
+    elif row.op == "logits" and row.params == 0:  # tied: the embedding table is the head
+        weights = spec.vocab_size * spec.logits_width
+    return math.ceil(weights * weight_bytes + elements * row.repeat * act_bytes)
+
+
+def _op_time(row: TraceRow, n_bytes: int, gpu: Accelerator, peak: float) -> OpTime:
+    compute, memory = row.flops / peak, n_bytes / gpu.bandwidth
+    return OpTime(row.path, row.op, row.flops, n_bytes, max(compute, memory),
+                  "compute" if compute >= memory else "memory")
+
+
+def prefill(spec: Spec, options: PerfOptions, gpu: Accelerator, dtype: str, seq: int) -> Prefill:
+    """Prefill of `batch` prompts of `seq` tokens: compute-bound at the MFU, and the roofline."""
+    act = _activation_dtype(dtype)
+    lengths = {"src_len": seq, "tgt_len": seq} if spec.family == "encoder-decoder" else {}
+    report = build_trace(spec, batch=options.batch, seq_len=seq, dtype=act, **lengths)
+    report = apply_convention(report, spec, options.convention)
+    peak = gpu.peak_flops(dtype)
+    times = [_op_time(r, _row_bytes(spec, r, PERF_DTYPE_BYTES[dtype], PERF_DTYPE_BYTES[act]),
+                      gpu, peak) for r in report.rows]
+    return Prefill(
+        tokens=report.tokens, flops=report.total_flops, bytes=sum(t.bytes for t in times),
+        compute_seconds=report.total_flops / (peak * options.mfu),
+        roofline_seconds=sum(t.seconds for t in times),
+        memory_bound_ops=sum(t.bound == "memory" for t in times), ops=len(times),
+        slowest=tuple(sorted(times, key=lambda t: -t.seconds)[:TOP_OPS]),
+    )
+
+
+# --- decode -------------------------------------------------------------------------------------
+
+
+def _table_params(spec: Spec) -> tuple[int, bool]:
+    """Parameters in gathered embedding tables, and whether the head is the token table."""
+    comps = components(spec)
+    tied = any(c.tied for c in comps)
+    gathered = sum(c.count for c in comps if not c.tied and c.path.split(".")[0] in GATHERED_OPS)
+    return gathered, tied
+
+
+def matmul_params(spec: Spec, tokens: int = 1) -> int:
+    """Parameters `tokens` tokens multiply by: all but the gathered embedding tables (a tied
+    head's table counts once) and the routed experts none of them uses, at most
+    min(n_experts, tokens x experts_per_token) experts per MoE block (uniform routing)."""
+    gathered, tied = _table_params(spec)
+    token_table = spec.vocab_size * spec.embedding_width
+    n = total_parameters(spec) - gathered + (token_table if tied else 0)
+    inactive = inactive_expert_parameters(spec)
+    if inactive:
+        k, experts = spec.experts_per_token, spec.n_experts
+        used = min(experts, tokens * k)
+        n -= round(inactive * (experts - used) / (experts - k))
+    return n
+
+
+def _decode_row(row: TraceRow, context: int) -> TraceRow:
+    """A seq_len-1 trace row over `context` keys: score rows widened from 1 key to `context`."""
+    if row.op not in SCORE_OPS or not row.path.endswith(".attn"):
+        return row
+    widen = lambda s: (*s[:-1], context)  # noqa: E731  (B, H, 1, 1) -> (B, H, 1, context)
+    inputs = tuple(widen(s) if i == 0 and row.op != "scores" else s for i, s in enumerate(row.inputs))
+    return replace(row, flops=row.flops * context, inputs=inputs,
+                   output=widen(row.output) if row.op != "weighted_sum" else row.output)
+
+
+def decode(spec: Spec, options: PerfOptions, gpu: Accelerator, dtype: str, kv_dtype: str,
+           context: int) -> Decode:
+    """One decode step: `batch` new tokens, each attending to `context` cached ones."""
+    report = build_trace(spec, batch=options.batch, seq_len=1, dtype=_activation_dtype(dtype))
+    flops = sum(recount(spec, _decode_row(r, context), options.convention) for r in report.rows)
+    weights = math.ceil(matmul_params(spec, options.batch) * PERF_DTYPE_BYTES[dtype])
+    kv = kv_cache_window_bytes(spec, context, options.batch, kv_dtype) \
+        or kv_cache_bytes(spec, context, options.batch, kv_dtype)
+    return Decode(options.batch, context, weights, kv, flops,
+                  (weights + kv) / gpu.bandwidth, flops / gpu.peak_flops(dtype))
+
+
+# --- training -----------------------------------------------------------------------------------
+
+
+def training(spec: Spec, options: PerfOptions, gpu: Accelerator, dtype: str,
+             forward: Prefill) -> Training:
+    """Training at the MFU: FLOPs per token from the exact forward, data parallel over gpus."""
+    per_token = forward.flops / forward.tokens
+    multiplier = RECOMPUTE[options.recompute]
+    seconds = multiplier * forward.flops / (gpu.peak_flops(dtype) * options.mfu)
+    return Training(per_token, multiplier, matmul_params(spec), forward.tokens * options.gpus,
+                    seconds, options.tokens, options.gpus)
+
+
+# --- entry point --------------------------------------------------------------------------------
+
+
+def default_seq_len(spec: Spec) -> int:
+    return min(spec.max_seq_len, DEFAULT_SEQ_LEN)
+
+
+def build_perf_estimate(spec: Spec, options: PerfOptions) -> PerfEstimate:
+    """The estimate at one point (options.batch, options.seq_len) on options.gpu."""
+    check_options(options)
+    gpu = find_gpu(options.gpu)
+    dtype = _dtype(gpu, options.dtype)
+    kv_dtype = _kv_dtype(dtype, options.kv_dtype)
+    seq = options.seq_len or default_seq_len(spec)
+    first = prefill(spec, options, gpu, dtype, seq)
+    steps = decode(spec, options, gpu, dtype, kv_dtype, seq) if spec.family == "decoder" else None
+    train = training(spec, options, gpu, dtype, first) if options.train else None
+    return PerfEstimate(spec.name, gpu, dtype, kv_dtype, options.batch, seq, options.mfu,
+                        options.convention, first, steps, train, _notes(spec, gpu, steps))
+
+
+def _notes(spec: Spec, gpu: Accelerator, steps: Decode | None) -> tuple[str, ...]:
+    notes = []
+    if gpu.source == "measured":
+        notes.append(f"cpu: {gpu.note}")
+    if steps is None:
+        notes.append(f"no decode estimate: {spec.name} is a {spec.family} (decode covers "
+                     "decoder-only specs)")
+    if spec.latent_attention:
+        notes.append("MLA: decode counts the kv_b expansion of the new token's latent only")
+    if spec.shared_layers:
+        notes.append("shared_layers: the prefill roofline reads the shared block's weights once")
+    return tuple(notes)

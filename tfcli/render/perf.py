@@ -1,0 +1,91 @@
+"""Rich rendering of `tfcli perf`: one table of figures, each with how it was computed."""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+
+from tfcli.analysis.perf import Decode, PerfEstimate, Prefill, Training
+from tfcli.render.safe import plain
+from tfcli.render.tables import FitTable
+from tfcli.render.units import human_bytes, human_flops
+
+Row = tuple[str, str, str]  # figure, value, how
+
+
+def _seconds(s: float) -> str:
+    """0.00042 -> '420 µs', 1.5 -> '1.50 s', 7200 -> '2.00 h'."""
+    for unit, scale in (("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= scale * (10 if unit == "min" else 1):
+            return f"{_rate(s / scale, 3)} {unit}"
+    return f"{_rate(s / 1e-9, 3)} ns"
+
+
+def _rate(r: float, digits: int = 1) -> str:
+    """Three significant digits below 1,000 (or one decimal), whole numbers with commas above."""
+    if r >= 1000:
+        return f"{r:,.0f}"
+    return f"{r:.{digits}g}" if digits > 1 else f"{r:,.1f}"
+
+
+def _prefill_rows(e: PerfEstimate, p: Prefill) -> list[Row]:
+    peak = f"{e.accelerator.peak_flops(e.dtype) / 1e12:.4g} TFLOP/s"
+    return [
+        ("prefill FLOPs", human_flops(p.flops), f"trace of {p.tokens:,} tokens"),
+        ("  compute-bound", _seconds(p.compute_seconds), f"FLOPs / ({peak} x MFU {e.mfu:g})"),
+        ("  per-op roofline", _seconds(p.roofline_seconds),
+         f"sum of max(FLOPs / peak, bytes / bandwidth); {p.memory_bound_ops} of {p.ops} ops "
+         f"memory-bound; {human_bytes(p.bytes)} moved"),
+        ("time to first token", _seconds(e.ttft_seconds), "the slower of the two"),
+    ]
+
+
+def _decode_rows(d: Decode) -> list[Row]:
+    return [
+        ("decode bytes / step", human_bytes(d.weight_bytes + d.kv_bytes),
+         f"weights {human_bytes(d.weight_bytes)} + KV cache {human_bytes(d.kv_bytes)} "
+         f"({d.context:,} tokens x batch {d.batch})"),
+        ("  memory-bound step", _seconds(d.memory_seconds), "bytes / bandwidth"),
+        ("  compute-bound step", _seconds(d.compute_seconds),
+         f"{human_flops(d.flops)} / peak"),
+        ("decode tokens/s", _rate(d.tokens_per_s),
+         f"batch / the slower step ({_rate(d.tokens_per_s / d.batch)} per sequence)"),
+    ]
+
+
+def _training_rows(e: PerfEstimate, t: Training) -> list[Row]:
+    rows = [
+        ("training FLOPs / token", human_flops(t.flops_per_token),
+         f"forward {human_flops(t.forward_flops_per_token)} x {t.multiplier}"
+         f"{' (full recomputation)' if t.multiplier == 4 else ''}"),
+        ("  6N", human_flops(t.six_n),
+         f"N = {t.matmul_params:,} parameters in matmuls; exact / 6N = "
+         f"{t.flops_per_token / t.six_n:.3f}"),
+        ("step time", _seconds(t.step_seconds),
+         f"{t.step_tokens // t.gpus:,} tokens per GPU at MFU {e.mfu:g}"),
+        ("training tokens/s", _rate(t.tokens_per_s), f"{t.gpus} GPU(s), data parallel"),
+    ]
+    if t.gpu_hours is not None and t.tokens is not None:
+        rows += [("GPU-hours", _rate(t.gpu_hours, 3), f"for {t.tokens:.3g} tokens"),
+                 ("  wall-clock", _seconds(t.gpu_hours * 3600 / t.gpus), f"over {t.gpus} GPU(s)")]
+    return rows
+
+
+def _title(e: PerfEstimate) -> str:
+    g = e.accelerator
+    return (f"{e.spec_name} on {g.name} — batch {e.batch}, seq_len {e.seq_len}, {e.dtype} "
+            f"(KV {e.kv_dtype}); peak {g.peak_flops(e.dtype) / 1e12:.4g} TFLOP/s, "
+            f"{g.bandwidth / 1e9:,.4g} GB/s")
+
+
+def render_perf(e: PerfEstimate) -> RenderableType:
+    table = FitTable(title=_title(e), caption=f"FLOPs counted: {e.convention.describe()}")
+    table.add_column("figure")
+    table.add_column("value", justify="right", number=True)
+    table.add_column("how", drop=1)
+    rows = _prefill_rows(e, e.prefill)
+    rows += _decode_rows(e.decode) if e.decode is not None else []
+    rows += _training_rows(e, e.training) if e.training is not None else []
+    for row in rows:
+        table.add_row(*row)
+    notes = [plain(f"note: {n}", style="dim") for n in e.notes]
+    return Group(table, *notes)
