@@ -75,7 +75,7 @@ def test_the_cpu_entry_says_it_was_measured_and_how(monkeypatch: pytest.MonkeyPa
     assert cpu.peak_flops("float32") == pytest.approx(80e9) and cpu.bandwidth == 12e9
     assert cpu.source == "measured"
     for text in ("measured in this process", "(2048, 2048) matmul 80.0 GFLOP/s",
-                 "matrix-vector over 256 MiB 12.0 GB/s", "load average"):
+                 "vector-matrix over 256 MiB 12.0 GB/s", "load average"):
         assert text in cpu.note
     with pytest.raises(BadInputError, match="cpu has no bfloat16"):
         cpu.peak_flops("bfloat16")

@@ -137,7 +137,7 @@ CATALOG: tuple[Accelerator, ...] = (
 
 CPU_NAME = "cpu"
 GEMM_SIZE = 2048  # float32 (2048, 2048) @ (2048, 2048): 17.2 GFLOP, 16 MiB per operand
-STREAM_BYTES = 256 * 2**20  # read by a matrix-vector product: far over any L3 cache
+STREAM_BYTES = 256 * 2**20  # read by a vector-matrix product: far over any L3 cache
 REPEATS = 5  # the best of five, as other jobs share the machine
 
 
@@ -176,14 +176,14 @@ def _suggest(key: str) -> str:
 @functools.lru_cache(maxsize=1)
 def cpu_entry() -> Accelerator:
     """This machine's CPU as an accelerator, measured once per process (about a second): the
-    float32 GEMM peak NumPy's BLAS reaches and the bandwidth of a matrix-vector product over
+    float32 GEMM peak NumPy's BLAS reaches and the bandwidth of a vector-matrix product over
     STREAM_BYTES, the access pattern of a decode step."""
     import os
 
     gemm = measure_gemm_flops()
     bandwidth = measure_read_bandwidth()
     note = (f"measured in this process: float32 ({GEMM_SIZE}, {GEMM_SIZE}) matmul "
-            f"{gemm / 1e9:.1f} GFLOP/s, float32 matrix-vector over {STREAM_BYTES >> 20} MiB "
+            f"{gemm / 1e9:.1f} GFLOP/s, float32 vector-matrix over {STREAM_BYTES >> 20} MiB "
             f"{bandwidth / 1e9:.1f} GB/s (best of {REPEATS}; {os.cpu_count()} CPUs, "
             f"load average {os.getloadavg()[0]:.2f})")
     return Accelerator(CPU_NAME, (), "this machine", _physical_memory(), None, None, None,
@@ -212,14 +212,15 @@ def measure_gemm_flops(n: int = GEMM_SIZE) -> float:
 
 
 def measure_read_bandwidth(n_bytes: int = STREAM_BYTES) -> float:
-    """Bytes per second a float32 matrix-vector product reads: the weights of a decode step
-    stream through memory once, as here (the vector and output are negligible)."""
+    """Bytes per second a float32 vector-matrix product reads, x (1, K) @ W (K, 4096): the
+    pattern of a decode step, whose weights stream through memory once (x and the output are
+    negligible)."""
     import numpy as np
 
     cols = 4096
-    matrix = np.ones((n_bytes // (4 * cols), cols), dtype=np.float32)  # [rows, cols]
-    vector = np.ones((cols,), dtype=np.float32)
-    return matrix.nbytes / _best_seconds(lambda: matrix @ vector)
+    matrix = np.ones((n_bytes // (4 * cols), cols), dtype=np.float32)  # [K, cols]
+    vector = np.ones((1, matrix.shape[0]), dtype=np.float32)  # [1, K]
+    return matrix.nbytes / _best_seconds(lambda: vector @ matrix)
 
 
 def _physical_memory() -> int:
