@@ -9,6 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from tfcli.cli_options import FormatOpt, LayersOpt, SpecArg, load_spec_arg
+from tfcli.cli_sweep import SweepPlotOpt, check_plot, emit_sweep
+from tfcli.cli_sweep import axes as sweep_axes
 from tfcli.render.output import OutputFormat, emit
 
 
@@ -60,8 +62,8 @@ def flop_convention(macs: bool, causal_half: bool, window: bool, matmuls_only: b
 def perf_cmd(
     spec: SpecArg,
     gpu: Annotated[str, typer.Option("--gpu", help="Accelerator (`tfcli gpus`), or cpu: this machine, measured.", show_default=False)],
-    batch: Annotated[int, typer.Option(min=1, help="Sequences per batch (per GPU when training).")] = 1,
-    seq_len: Annotated[int | None, typer.Option(min=1, help="Prompt length and decode context; training sequence length (default min(max_seq_len, 1024)).")] = None,
+    batch: Annotated[str, typer.Option("--batch", metavar="N[,N...]", help="Sequences per batch (per GPU when training); a comma list (1,8,32) sweeps.")] = "1",
+    seq_len: Annotated[str | None, typer.Option("--seq-len", metavar="N[,N...]", help="Prompt length and decode context; training sequence length (default min(max_seq_len, 1024)); a comma list (1024,8192) sweeps.")] = None,
     dtype: Annotated[PerfDtype | None, typer.Option("--dtype", help="Matmul and weight dtype (default: bfloat16, else float16, else float32, as the accelerator has).")] = None,
     kv_dtype: Annotated[PerfDtype | None, typer.Option("--kv-dtype", help="KV-cache dtype (default: --dtype; bfloat16 for float8).")] = None,
     mfu: Annotated[float, typer.Option("--mfu", help="Model FLOP/s utilisation, in (0, 1]: the share of peak a compute-bound step reaches.")] = 0.5,
@@ -74,22 +76,33 @@ def perf_cmd(
     window: WindowOpt = False,
     matmuls_only: MatmulsOnlyOpt = False,
     layers: LayersOpt = None,
+    plot: SweepPlotOpt = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Roofline estimate on one accelerator: prefill time (compute-bound at --mfu, and per-op
     roofline), time to first token, decode tokens/s (weights + KV cache read per step), and
-    with --train FLOPs per token (exact vs 6N), step time and GPU-hours.
+    with --train FLOPs per token (exact vs 6N), step time and GPU-hours. Comma lists in --batch
+    and --seq-len sweep: one row per point, a chart, --plot FILE.png.
 
     Example: tfcli perf llama-2-7b --gpu a100 --seq-len 2048 --train --tokens 2e12 --gpus 8
     """
-    from tfcli.analysis.perf import PerfOptions, build_perf_estimate
+    from tfcli.analysis.perf import PerfOptions, build_perf_estimate, default_seq_len
     from tfcli.render.perf import render_perf
 
+    model_spec = load_spec_arg(spec, layers)
+    points = sweep_axes(batch, seq_len, default_seq_len(model_spec))
+    check_plot(plot, points.is_sweep)
     options = PerfOptions(
-        gpu=gpu, batch=batch, seq_len=seq_len, dtype=None if dtype is None else dtype.value,
+        gpu=gpu, batch=points.batches[0], seq_len=None if seq_len is None else points.seq_lens[0],
+        dtype=None if dtype is None else dtype.value,
         kv_dtype=None if kv_dtype is None else kv_dtype.value, mfu=mfu, train=train,
         recompute=recompute.value, tokens=tokens, gpus=gpus,
         convention=flop_convention(macs, causal_half, window, matmuls_only),
     )
-    estimate = build_perf_estimate(load_spec_arg(spec, layers), options)
+    if points.is_sweep:
+        from tfcli.analysis.sweep import perf_sweep
+
+        emit_sweep(perf_sweep(model_spec, options, points), fmt, plot)
+        return
+    estimate = build_perf_estimate(model_spec, options)
     emit(estimate, fmt, lambda: render_perf(estimate))

@@ -42,7 +42,8 @@ def test_the_table_has_a_row_per_point(grid) -> None:
 def test_units_are_the_tables_own() -> None:
     assert format_value(1536, "bytes") == "1.50 KiB"
     assert format_value(2.5e9, "FLOP") == "2.50 GFLOP"
-    assert [format_value(v, "s") for v in (2.0, 0.0123, 4e-6)] == ["2 s", "12.3 ms", "4 µs"]
+    assert [format_value(v, "s") for v in (2.0, 0.0123, 4e-6, 2.76e-7)] == [
+        "2 s", "12.3 ms", "4 µs", "276 ns"]
     assert format_value(None, "s") == "—" and format_value(1234.56, "token/s") == "1,234.6"
 
 

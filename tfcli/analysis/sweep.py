@@ -98,6 +98,7 @@ class SweepResult(Generic[R]):
     pairs: tuple[tuple[SweepPoint, R], ...]
     values: tuple[tuple[Number | None, ...], ...]  # per pair, per figure
     notes: tuple[str, ...] = field(default_factory=tuple)
+    about: str = ""  # what every point shares, for the title: "on H100 SXM, bfloat16"
 
     def column(self, key: str) -> list[Number | None]:
         index = next(i for i, f in enumerate(self.figures) if f.key == key)
@@ -114,7 +115,7 @@ class SweepResult(Generic[R]):
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "command": self.command, "spec": self.spec_name,
+            "command": self.command, "spec": self.spec_name, "about": self.about,
             "batches": list(self.axes.batches), "seq_lens": list(self.axes.seq_lens),
             "figures": [f.to_dict() for f in self.figures],
             "points": [{"batch": p.batch, "seq_len": p.seq_len,
@@ -140,9 +141,10 @@ def _figure_value(figure: Figure[R], result: R) -> Number | None:
 
 
 def run_sweep(command: str, spec_name: str, axes: SweepAxes, build: Callable[[SweepPoint], R],
-              figures: Sequence[Figure[R]], notes: Sequence[str] = (),
+              figures: Sequence[Figure[R]], *, about: Callable[[R], str] | None = None,
               progress: Callable[[int, int], None] | None = None) -> SweepResult[R]:
-    """`build` at every point of `axes`, in order; each result's figures read once."""
+    """`build` at every point of `axes`, in order; each result's figures read once. The notes
+    are the results' own (`notes`), each once; `about` reads the title's context off the first."""
     pairs: list[tuple[SweepPoint, R]] = []
     points = axes.points
     for done, point in enumerate(points):
@@ -150,8 +152,10 @@ def run_sweep(command: str, spec_name: str, axes: SweepAxes, build: Callable[[Sw
         if progress is not None:
             progress(done + 1, len(points))
     values = tuple(tuple(_figure_value(f, r) for f in figures) for _, r in pairs)
+    notes = dict.fromkeys(str(n) for _, r in pairs for n in (getattr(r, "notes", None) or ()))
+    context = about(pairs[0][1]) if about is not None and pairs else ""
     return SweepResult(command, spec_name, axes, tuple(figures), tuple(pairs), values,
-                       tuple(notes))
+                       tuple(notes), context)
 
 
 # --- the first client: trace's totals -----------------------------------------------------------
@@ -171,3 +175,41 @@ def trace_sweep(spec: Any, axes: SweepAxes, dtype: str = "float32") -> SweepResu
     return run_sweep("trace", spec.name, axes,
                      lambda p: build_trace(spec, batch=p.batch, seq_len=p.seq_len, dtype=dtype),
                      trace_figures())
+
+
+# --- tfcli perf -------------------------------------------------------------------------------
+
+
+def perf_figures(train: bool) -> tuple[Figure[Any], ...]:
+    """A PerfEstimate's headline figures (tfcli.analysis.perf); decode's are None for a spec
+    without a decoder, training's only with --train."""
+    def decode(read: Callable[[Any], Number]) -> Callable[[Any], Number | None]:
+        return lambda e: None if e.decode is None else read(e.decode)
+
+    figures: list[Figure[Any]] = [
+        Figure("ttft_seconds", "time to first token", "s", lambda e: e.ttft_seconds),
+        Figure("prefill_flops", "prefill FLOPs", "FLOP", lambda e: e.prefill.flops),
+        Figure("decode_tokens_per_s", "decode tokens/s", "token/s", decode(lambda d: d.tokens_per_s)),
+        Figure("decode_step_seconds", "decode step", "s", decode(lambda d: d.seconds)),
+        Figure("decode_kv_bytes", "KV read / step", "bytes", decode(lambda d: d.kv_bytes)),
+    ]
+    if train:
+        figures += [Figure("train_step_seconds", "training step", "s",
+                           lambda e: e.training.step_seconds),
+                    Figure("train_tokens_per_s", "training tokens/s", "token/s",
+                           lambda e: e.training.tokens_per_s)]
+    return tuple(figures)
+
+
+def perf_sweep(spec: Any, options: Any, axes: SweepAxes,
+               progress: Callable[[int, int], None] | None = None) -> SweepResult[Any]:
+    """build_perf_estimate at every point, the other options as given."""
+    from dataclasses import replace
+
+    from tfcli.analysis.perf import build_perf_estimate
+
+    return run_sweep(
+        "perf", spec.name, axes,
+        lambda p: build_perf_estimate(spec, replace(options, batch=p.batch, seq_len=p.seq_len)),
+        perf_figures(options.train), progress=progress,
+        about=lambda e: f"on {e.accelerator.name}, {e.dtype} (KV {e.kv_dtype}), MFU {e.mfu:g}")

@@ -38,7 +38,7 @@ def format_value(value: float | None, unit: str) -> str:
     """A figure as the tables show it: bytes binary, FLOPs decimal, seconds scaled."""
     if value is None:
         return MISSING
-    if unit == "bytes":
+    if unit in ("bytes", "B"):
         return human_bytes(value)
     if unit == "FLOP":
         return human_flops(value)
@@ -50,25 +50,22 @@ def format_value(value: float | None, unit: str) -> str:
 
 
 def _seconds(value: float) -> str:
-    for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if abs(value) >= scale or name == "µs":
+    for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
+        if abs(value) >= scale or name == "ns":
             return f"{value / scale:.3g} {name}"
-    return f"{value:.3g} s"  # unreachable: µs takes the rest
-
-
-def _header(figure: Figure[Any]) -> str:
-    return figure.label if figure.unit in ("", "bytes", "FLOP") else f"{figure.label} ({figure.unit})"
+    return f"{value:.3g} s"  # unreachable: ns takes the rest
 
 
 def sweep_table(result: SweepResult[Any]) -> FitTable:
     count = len(result.pairs)
-    table = FitTable(title=f"{result.spec_name} — {result.command} at {count} "
+    about = f" {result.about}" if result.about else ""
+    table = FitTable(title=f"{result.spec_name} — {result.command}{about} at {count} "
                            f"point{'' if count == 1 else 's'} (batch × seq_len)")
     table.add_column("batch", justify="right", number=True)
     table.add_column("seq_len", justify="right", number=True)
     for i, figure in enumerate(result.figures):
         # the later figures leave a narrow terminal first; the first (charted) one stays
-        table.add_column(_header(figure), justify="right", number=True,
+        table.add_column(figure.label, justify="right", number=True,
                          drop=None if i == 0 else len(result.figures) - i)
     for (point, _), row in zip(result.pairs, result.values):
         cells = [format_value(v, f.unit) for f, v in zip(result.figures, row)]
@@ -188,7 +185,8 @@ def sweep_chart(layout: ChartLayout, width: int = 80, height: int = 18,
     else:
         text = _plotext6(plotext.figure, layout, lines, (x_ticks, (y_positions, y_labels), y_limits),
                          width, height, colorless)
-    return text + "\n" + legend(layout)
+    lines_out = [line.rstrip() for line in text.splitlines()]  # plotext pads every line
+    return "\n".join(lines_out) + "\n" + legend(layout)
 
 
 def _plotext6(fig: Any, layout: ChartLayout, lines: list[tuple[list[float], list[float], str]],
