@@ -36,8 +36,9 @@ BAD_SPECS = [
     ("bad family", VALID_SPEC.replace("family: decoder", "family: decoder-only"), "'family'", 2),
     ("enc layers", VALID_SPEC + "n_encoder_layers: 2\n", "'n_encoder_layers'", 9),
     ("pooler decoder", VALID_SPEC + "pooler: true\n", "'pooler'", 9),
-    ("window encoder", VALID_SPEC.replace("family: decoder", "family: encoder")
-     + "sliding_window: 4\n", "'sliding_window': only applies to family 'decoder'", 9),
+    ("window encoder-decoder", VALID_SPEC.replace("family: decoder", "family: encoder-decoder")
+     + "sliding_window: 4\n", "'sliding_window': does not apply to family 'encoder-decoder'",
+     9),
     ("window zero", VALID_SPEC + "sliding_window: 0\n", "'sliding_window': must be greater", 9),
     ("final norm none", VALID_SPEC + "norm: none\nfinal_norm: true\n", "'final_norm'", 10),
     ("negative eps", VALID_SPEC + "norm_eps: -1e-5\n", "'norm_eps'", 9),

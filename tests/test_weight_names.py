@@ -47,6 +47,7 @@ FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "ll
                  "roberta-base": "roberta", "xlm-roberta-large": "xlm-roberta",
                  "distilbert-base-uncased": "distilbert",
                  "electra-small-discriminator": "electra", "albert-base-v2": "albert",
+                 "modernbert-base": "modernbert",
                  "deepseek-v2-lite": "deepseek_v2", "deepseek-v3": "deepseek_v3"}
 
 
@@ -144,6 +145,7 @@ FIELDS = {"q.weight": "wq", "k.weight": "wk", "v.weight": "wv", "o.weight": "wo"
           "lm_head.bias": "lm_head_bias", "router.bias": "router_bias",
           "q_a.weight": "wq_a", "q_a.bias": "bq_a", "q_b.weight": "wq_b",
           "kv_a.weight": "wkv_a", "kv_a.bias": "bkv_a", "kv_b.weight": "wkv_b"}
+FIELDS |= {"transform.weight": "head_dense", "transform.bias": "head_dense_bias"}  # masked_lm
 
 
 @pytest.mark.parametrize(("name", "spec"), CASES, ids=IDS)

@@ -59,7 +59,7 @@ class Component:
 def _norm(spec: Spec, name: str, path: str, group: str = NORM, repeat: int = 1,
           width: int | None = None) -> list[Component]:
     d = width or spec.d_model
-    if spec.norm in ("layernorm", "rmsnorm"):
+    if spec.norm in ("layernorm", "rmsnorm", "layernorm_nobias"):
         out = [Component(f"{name}.scale", group, (d,), repeat, path=f"{path}.scale")]
         if spec.norm == "layernorm":
             out.append(Component(f"{name}.bias", group, (d,), repeat, path=f"{path}.bias"))
@@ -171,6 +171,8 @@ def block_indices(spec: Spec, path: str) -> range | list[int]:
     a stack mixing dense and MoE blocks, only the blocks of its kind."""
     layers = spec.encoder_layers if path.startswith("encoder.") else spec.decoder_layers
     rest = path.split(f".blocks.{EVERY}.", 1)[-1].split(".")
+    if rest[0] == "attn_norm" and not spec.first_attn_norm:  # block 0 has none (ModernBERT)
+        return range(1, layers)
     if not spec.mixed_ffn_layers or rest[0] != "ffn":
         return range(layers)
     moe = len(rest) > 1 and rest[1] in _MOE_FIELDS
@@ -203,8 +205,9 @@ def _blocks(spec: Spec, stack: str, n_layers: int, cross: bool, path: str) -> li
             out.append(Component(f"{stack}.relative_bias", POSITION, rel,
                                  note="shared by all blocks", path=f"{stack}.relative_bias"))
     inputs_normed = spec.norm_placement != "sublayer_post"  # it norms sublayer outputs only
-    if inputs_normed:
-        out += _norm(spec, f"{block}.attn_norm", f"{path}.attn_norm", repeat=n_layers)
+    attn_normed = n_layers - (0 if spec.first_attn_norm else 1)  # block 0's may be absent
+    if inputs_normed and attn_normed:
+        out += _norm(spec, f"{block}.attn_norm", f"{path}.attn_norm", repeat=attn_normed)
     out += _attention(spec, f"{block}.attn", f"{path}.attn", n_layers)
     out += _qk_norms(spec, f"{block}.attn", f"{path}.attn", n_layers)
     if spec.post_sublayer_norms:
@@ -259,7 +262,7 @@ def _mlm_transform(spec: Spec) -> list[Component]:
     of width e (e = logits_width: d_model, or embedding_dim under factorised embeddings)."""
     d, e = spec.d_model, spec.logits_width
     out = [Component("head.transform.weight", HEAD, (d, e), path="head_dense")]
-    if spec.bias:
+    if spec.head_bias:
         out.append(Component("head.transform.bias", HEAD, (e,), path="head_dense_bias"))
     return out + _norm(spec, "head.norm", "head_norm", HEAD, width=e)
 
@@ -270,8 +273,10 @@ def _classifier(spec: Spec) -> list[Component]:
     labels, d = spec.num_labels or 0, spec.d_model
     out = [Component("head.dense.weight", HEAD, (d, d), path="head_dense")] \
         if spec.classifier_dense else []
-    if spec.classifier_dense and spec.bias:
+    if spec.classifier_dense and spec.head_bias:
         out.append(Component("head.dense.bias", HEAD, (d,), path="head_dense_bias"))
+    if spec.classifier_norm:  # ModernBERT's prediction head norms the dense's output
+        out += _norm(spec, "head.norm", "head_norm", HEAD)
     out.append(Component("head.classifier.weight", HEAD, (d, labels), path="classifier"))
     if spec.classifier_bias:
         out.append(Component("head.classifier.bias", HEAD, (labels,), path="classifier_bias"))
@@ -351,7 +356,7 @@ def kv_cache_window_bytes(spec: Spec, context: int, batch: int = 1,
     layer of a layer_pattern every token: min(context, window) tokens per local layer. None
     when the window hides no cached token (no window, or one at least `context` long)."""
     window = spec.sliding_window
-    if window is None or window >= context:
+    if window is None or window >= context or spec.family != "decoder":  # an encoder caches none
         return None
     per_layer_token = kv_values_per_layer_token(spec) * DTYPE_BYTES[dtype]
     local = spec.local_layers

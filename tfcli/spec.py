@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
-from tfcli.spec_head import HeadKind, PoolerActivation, resolve_head
+from tfcli.spec_head import ClassifierPooling, HeadKind, PoolerActivation, resolve_head
 from tfcli.spec_encoder import check_encoder_fields
 from tfcli.spec_latent import check_latent, latent_head_dim, latent_scale
 from tfcli.spec_moe import check_moe, check_moe_layout
@@ -20,7 +20,7 @@ from tfcli.spec_rope import RopeScaling, check_rope_width
 
 Family = Literal["decoder", "encoder", "encoder-decoder"]
 Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh"]
-NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "none"]
+NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "layernorm_nobias", "none"]
 Placement = Literal["pre", "post", "sublayer_post", "sandwich"]
 ParallelResidual = Literal["off", "one_norm", "two_norms"]
 Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
@@ -65,7 +65,8 @@ class Spec(BaseModel):
 
     # block recipe
     activation: Activation = Field("gelu", description="FFN activation; gated ones use 3 matrices.")
-    norm: NormKind = Field("layernorm", description="Normalisation layer.")
+    norm: NormKind = Field("layernorm", description="Normalisation layer (layernorm_nobias: "
+                           "LayerNorm with a scale and no bias, ModernBERT norm_bias false).")
     norm_placement: Placement = Field(
         "pre", description="pre: x + F(N(x)); post: N(x + F(x)); sublayer_post: x + N(F(x)) "
         "(OLMo 2); sandwich: x + N2(F(N1(x))) (Gemma 2/3).")
@@ -81,6 +82,11 @@ class Spec(BaseModel):
         "Needs a norm with a weight (layernorm or rmsnorm).")
     final_norm: bool | None = Field(
         None, description="Norm after each stack; default: true but for post (and norm: none).")
+    first_attn_norm: bool = Field(
+        True, description="false: block 0 has no norm before its attention, which reads the "
+        "embedding norm's output as it is (ModernBERT: attn_norm is Identity on layer 0); "
+        "every later block keeps its own. Needs norm_placement: pre, embedding_norm and no "
+        "shared_layers.")
     positions: Positions = Field("learned", description="Position scheme.")
     rope_theta: float = Field(10000.0, gt=0, description="RoPE base.")
     rope_scaling: RopeScaling | None = Field(
@@ -116,13 +122,17 @@ class Spec(BaseModel):
     )
     sliding_window: int | None = Field(
         None, gt=0, description="Sliding-window attention (Mistral): each query sees itself and "
-        "the sliding_window - 1 tokens before it; default: every earlier token (decoder only).",
+        "the sliding_window - 1 tokens before it; default: every earlier token. Family encoder: "
+        "a bidirectional window, query i sees keys j with |i - j| < sliding_window, itself and "
+        "sliding_window - 1 each side (ModernBERT local_attention L: L // 2 + 1). Not "
+        "encoder-decoder.",
     )
     layer_pattern: list[LayerKind] | None = Field(
         None, min_length=1, max_length=1024, description="Each layer's attention, the list "
         "repeated over the layers (Gemma 2 [local, global]; Gemma 3 five local then one "
-        "global): local layers see sliding_window keys, global ones every earlier key. Default: "
-        "every layer local with a sliding_window, else global. Decoder only.")
+        "global; ModernBERT [global, local, local]): local layers see sliding_window keys, global "
+        "ones every earlier key (an encoder's: every key). Default: every layer local with a "
+        "sliding_window, else global. Decoder or encoder.")
     rope_local_theta: float | None = Field(
         None, gt=0, description="RoPE base of the local layers of a layer_pattern, without "
         "rope_scaling (Gemma 3 rope_local_base_freq); global layers keep rope_theta and "
@@ -209,9 +219,22 @@ class Spec(BaseModel):
         "and RoBERTa's classification head (classifier.dense); gelu = ELECTRA's; relu = "
         "DistilBERT's pre_classifier. Needs pooler.")
     classifier_dense: bool = Field(
-        False, description="A (d_model, d_model) dense (with a bias when `bias`) and "
+        False, description="A (d_model, d_model) dense (with a bias when head_bias) and "
         "head_activation on what the classifier reads, before it: ELECTRA's discriminator "
         "(discriminator_predictions.dense on every token). Classification heads only.")
+    classifier_norm: bool = Field(
+        False, description="The spec's norm after classifier_dense's activation, a (d_model,) "
+        "head_norm (ModernBERT's prediction head: dense, activation, norm, then the "
+        "classifier). Needs classifier_dense.")
+    classifier_pooling: ClassifierPooling = Field(
+        "first", description="What an encoder's sequence_classification reads without a "
+        "pooler: the first token, or mean = the average of the last hidden states over the "
+        "real tokens the attention mask keeps (ModernBERT classifier_pooling). Needs head "
+        "sequence_classification on family encoder, without pooler.")
+    head_bias: bool | None = Field(
+        None, description="A bias on the head's dense (masked_lm's transform, "
+        "classifier_dense); default `bias` (ModernBERT: classifier_bias). masked_lm or "
+        "classifier_dense only.")
 
     # mixture of experts
     n_experts: int = Field(0, ge=0, description="FFN experts per block; 0 = dense FFN.")
@@ -344,17 +367,23 @@ class Spec(BaseModel):
 
     @property
     def layer_kinds(self) -> tuple[LayerKind, ...]:
-        """Each decoder layer's attention, 'local' (sliding_window) or 'global': layer_pattern
-        repeated over the layers; without one, every layer local with a window, else global."""
+        """Each layer's attention (a decoder's, or an encoder's), 'local' (sliding_window) or
+        'global': layer_pattern repeated over the layers; without one, every layer local with
+        a window, else global."""
         pattern = self.layer_pattern or ["local" if self.sliding_window else "global"]
-        return tuple(pattern[i % len(pattern)] for i in range(self.decoder_layers))
+        return tuple(pattern[i % len(pattern)] for i in range(self._pattern_layers))
+
+    @property
+    def _pattern_layers(self) -> int:
+        """The layers a layer_pattern runs over: the decoder's, or an encoder's."""
+        return self.encoder_layers if self.family == "encoder" else self.decoder_layers
 
     @property
     def local_layers(self) -> int:
-        """How many decoder layers are local: layer_kinds counted without listing it (a
-        hostile spec may ask for 10**12 layers)."""
+        """How many layers are local: layer_kinds counted without listing it (a hostile spec
+        may ask for 10**12 layers)."""
         pattern = self.layer_pattern or ["local" if self.sliding_window else "global"]
-        full, rest = divmod(self.decoder_layers, len(pattern))
+        full, rest = divmod(self._pattern_layers, len(pattern))
         return full * pattern.count("local") + pattern[:rest].count("local")
 
     @property
@@ -500,8 +529,14 @@ def _check_family_fields(spec: Spec) -> None:
                 raise SpecConsistencyError(field, "only applies to family 'encoder-decoder'")
     if spec.pooler and spec.family != "encoder":
         raise SpecConsistencyError("pooler", "only applies to family 'encoder'")
-    if spec.sliding_window is not None and spec.family != "decoder":
-        raise SpecConsistencyError("sliding_window", "only applies to family 'decoder'")
+    if spec.sliding_window is not None and spec.family == "encoder-decoder":
+        raise SpecConsistencyError("sliding_window", "does not apply to family "
+                                   "'encoder-decoder' (only decoder or encoder)")
+    if not spec.first_attn_norm and (spec.norm_placement != "pre" or not spec.embedding_norm
+                                     or spec.shared_layers or spec.norm == "none"):
+        raise SpecConsistencyError("first_attn_norm", "false needs norm_placement: pre, a "
+                                   "norm, embedding_norm: true and no shared_layers (block 0 "
+                                   "then reads the embedding norm's output)")
     if spec.tied_head_rescale and not spec.tie_embeddings:
         raise SpecConsistencyError("tied_head_rescale", "needs tie_embeddings: true")
     if spec.per_stack_embeddings and (spec.family != "encoder-decoder"
@@ -564,8 +599,9 @@ def _check_gemma(spec: Spec) -> None:
     """Per-layer attention, soft-caps and the (1 + weight) norm: what each needs to mean
     anything (a field that would be silently ignored is an error)."""
     if spec.layer_pattern is not None:
-        if spec.family != "decoder":
-            raise SpecConsistencyError("layer_pattern", "only applies to family 'decoder'")
+        if spec.family == "encoder-decoder":
+            raise SpecConsistencyError("layer_pattern", "does not apply to family "
+                                       "'encoder-decoder' (only decoder or encoder)")
         has_local = "local" in spec.layer_pattern
         if has_local and spec.sliding_window is None:
             raise SpecConsistencyError("layer_pattern", "has local layers but no sliding_window "

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 HeadKind = Literal["lm", "masked_lm", "sequence_classification", "token_classification", "none"]
 PoolerActivation = Literal["tanh", "relu", "gelu", "gelu_tanh", "silu"]
+ClassifierPooling = Literal["first", "mean"]
 VOCAB_HEADS = ("lm", "masked_lm")  # heads with vocabulary logits (lm_head)
 CLASSIFIERS = ("sequence_classification", "token_classification")
 DEFAULT_LABELS = 2  # transformers' PretrainedConfig default (id2label of two classes)
@@ -51,6 +52,7 @@ def resolve_head(spec: Spec) -> None:
                                             and spec.family == "decoder"))
     if spec.head == "masked_lm" or spec.classifier_dense:
         _fill(spec, "head_activation", spec.activation)
+        _fill(spec, "head_bias", spec.bias)
         if spec.head_activation in ("swiglu", "geglu", "geglu_tanh"):
             raise SpecConsistencyError("head_activation", f"must be a plain activation for the "
                                        f"head's dense (got {spec.head_activation!r})")
@@ -64,6 +66,7 @@ def _fill(spec: Spec, field: str, value: object) -> None:
 def _check_fields(spec: Spec) -> None:
     uses = {"num_labels": spec.head in CLASSIFIERS, "classifier_bias": spec.head in CLASSIFIERS,
             "head_activation": spec.head == "masked_lm" or spec.classifier_dense,
+            "head_bias": spec.head == "masked_lm" or spec.classifier_dense,
             "pad_token_id": spec.head == "sequence_classification"}
     for field, used in uses.items():
         if getattr(spec, field) is not None and not used:
@@ -76,6 +79,16 @@ def _check_fields(spec: Spec) -> None:
                                    f"vocabulary [0, {spec.vocab_size:,})")
     if spec.classifier_dense and spec.head not in CLASSIFIERS:
         raise SpecConsistencyError("classifier_dense", f"does not apply to head {spec.head!r}")
+    if spec.classifier_norm and not spec.classifier_dense:
+        raise SpecConsistencyError("classifier_norm", "needs classifier_dense: true (the norm "
+                                   "follows its activation)")
+    if spec.classifier_norm and spec.norm == "none":
+        raise SpecConsistencyError("classifier_norm", "needs a norm (norm is 'none')")
+    if spec.classifier_pooling != "first" and (
+            spec.head != "sequence_classification" or spec.family != "encoder" or spec.pooler):
+        raise SpecConsistencyError("classifier_pooling", f"{spec.classifier_pooling!r} needs "
+                                   "head sequence_classification on family 'encoder' without a "
+                                   "pooler")
     if spec.pooler_activation != "tanh" and not spec.pooler:
         raise SpecConsistencyError("pooler_activation", "needs pooler: true")
     if spec.head == "sequence_classification" and spec.family == "encoder-decoder":

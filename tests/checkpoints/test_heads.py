@@ -112,12 +112,18 @@ TINY = {
                                     max_position_embeddings=32),
     "t5": transformers.T5Config(num_labels=3, d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
                                 num_decoder_layers=3, vocab_size=50),
+    # classifier_bias true: the prediction head's dense has a bias (the classifier always has)
+    "modernbert": transformers.ModernBertConfig(
+        num_labels=3, hidden_size=16, intermediate_size=24, num_attention_heads=2,
+        num_hidden_layers=4, vocab_size=50, max_position_embeddings=32, local_attention=4,
+        classifier_bias=True, pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1,
+        sep_token_id=2),
 }
 CLASSES = [(kind, name) for kind, classes in ARCHITECTURES.items() for name in classes]
 HEAD_PREFIXES = ("score.", "classifier.", "qa_outputs.", "cls.", "lm_head.",
                  "vocab_transform.", "vocab_layer_norm.", "vocab_projector.", "pre_classifier.",
                  "discriminator_predictions.", "predictions.", "generator_predictions.",
-                 "generator_lm_head.")
+                 "generator_lm_head.", "head.", "decoder.bias")  # ModernBERT: head, decoder
 
 
 def _hf_count(kind: str, name: str) -> tuple[int, int]:

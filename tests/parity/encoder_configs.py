@@ -53,3 +53,26 @@ ALBERT_BASE_V2 = {
     "max_position_embeddings": 512, "model_type": "albert", "net_structure_type": 0,
     "num_attention_heads": 12, "num_hidden_groups": 1, "num_hidden_layers": 12,
     "num_memory_blocks": 0, "pad_token_id": 0, "type_vocab_size": 2, "vocab_size": 30000}
+# https://huggingface.co/answerdotai/ModernBERT-base/blob/main/config.json
+MODERNBERT_BASE = {
+    "_name_or_path": "ModernBERT-base", "architectures": ["ModernBertForMaskedLM"],
+    "attention_bias": False, "attention_dropout": 0.0, "bos_token_id": 50281,
+    "classifier_activation": "gelu", "classifier_bias": False, "classifier_dropout": 0.0,
+    "classifier_pooling": "mean", "cls_token_id": 50281, "decoder_bias": True,
+    "deterministic_flash_attn": False, "embedding_dropout": 0.0, "eos_token_id": 50282,
+    "global_attn_every_n_layers": 3, "global_rope_theta": 160000.0,
+    "gradient_checkpointing": False, "hidden_activation": "gelu", "hidden_size": 768,
+    "initializer_cutoff_factor": 2.0, "initializer_range": 0.02, "intermediate_size": 1152,
+    "layer_norm_eps": 1e-05, "local_attention": 128, "local_rope_theta": 10000.0,
+    "max_position_embeddings": 8192, "mlp_bias": False, "mlp_dropout": 0.0,
+    "model_type": "modernbert", "norm_bias": False, "norm_eps": 1e-05,
+    "num_attention_heads": 12, "num_hidden_layers": 22, "pad_token_id": 50283,
+    "position_embedding_type": "absolute", "reference_compile": True, "sep_token_id": 50282,
+    "sparse_pred_ignore_index": -100, "sparse_prediction": False,
+    "tie_word_embeddings": True, "torch_dtype": "float32",
+    "transformers_version": "4.47.0.dev0", "vocab_size": 50368}
+# https://huggingface.co/answerdotai/ModernBERT-large/blob/main/config.json: base's recipe,
+# wider and deeper
+MODERNBERT_LARGE = MODERNBERT_BASE | {
+    "_name_or_path": "ModernBERT-large", "hidden_size": 1024, "intermediate_size": 2624,
+    "num_attention_heads": 16, "num_hidden_layers": 28}

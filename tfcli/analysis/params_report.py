@@ -215,13 +215,14 @@ def _stack_layers(spec: Spec, name: str) -> int:
 
 def _row_blocks(spec: Spec, name: str, path: str) -> tuple[int, str]:
     """The blocks a block row repeats over, and its kind when that is not all of the stack's
-    (an FFN array of a stack mixing dense and MoE blocks)."""
+    (an FFN array of a stack mixing dense and MoE blocks; attn_norm without block 0's,
+    first_attn_norm false)."""
     layers = _stack_layers(spec, name)
-    if ".block." not in name or not spec.mixed_ffn_layers:
+    if ".block." not in name or not (spec.mixed_ffn_layers or not spec.first_attn_norm):
         return layers, ""
     blocks = len(block_indices(spec, path))
-    if blocks == layers:
-        return layers, ""
+    if blocks == layers or not spec.mixed_ffn_layers:
+        return blocks, ""
     return blocks, "MoE" if spec.moe_layer(block_indices(spec, path)[0]) else "dense"
 
 
@@ -301,7 +302,7 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
     embedding = sum(c.count for c in comps if c.group in (EMBEDDING, HEAD))
     context = spec.max_seq_len if context is None else context
     source_len = context if spec.family == "encoder-decoder" else 0
-    window = spec.sliding_window
+    window = spec.sliding_window if spec.family == "decoder" else None  # an encoder caches none
     if window is not None and window >= context:  # the window hides no cached token
         window = None
     kv = KVCacheFigures(

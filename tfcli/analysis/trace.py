@@ -253,6 +253,10 @@ class _Tracer:
         """A norm row where the spec's norm_placement puts one: before the sublayer ("pre"),
         on its output inside the residual ("body") or after the residual add ("post")."""
         s = self.spec
+        if prefix.endswith(".attn_norm") and not s.first_attn_norm:  # ModernBERT: not block 0's
+            if prefix.endswith(".blocks.0.attn_norm"):
+                return
+            layers -= 1
         if s.norm_placement in _PLACEMENTS[placement] and s.norm != "none":
             x = (self.batch, length, s.d_model)
             self.add(path, "norm", [x], x, self.owned(prefix, blocks=layers),
@@ -401,7 +405,8 @@ class _Tracer:
         x = (B, length, d)
         e, read = s.logits_width, (B, length, s.logits_width)  # what the logits read
         if s.head == "masked_lm":  # BERT's transform: norm(act(h @ W + b)) on every token
-            transform = _linear_flops(B * length, d, e, s.bias) + ACTIVATION_FLOPS * B * length * e
+            transform = (_linear_flops(B * length, d, e, bool(s.head_bias))
+                         + ACTIVATION_FLOPS * B * length * e)
             self.add("head", "transform", [x], read, self.owned("head_dense", "head_dense_bias"),
                      transform)
             self.add("head", "transform_norm", [read], read, self.owned("head_norm"),
@@ -431,10 +436,16 @@ class _Tracer:
         s, B, d, labels = self.spec, self.batch, self.spec.d_model, self.spec.num_labels or 0
         tokens = B * length if s.head == "token_classification" else B
         x = (B, length, d) if s.head == "token_classification" else (B, d)
+        if s.classifier_pooling == "mean":  # sum over the real tokens, one divide per value
+            self.add("head", "mean_pool", [(B, length, d)], x, NOTHING,
+                     ADD_FLOPS * B * length * d + B * d)
         if s.classifier_dense:  # act(x @ W + b) on each row the classifier reads
             self.add("head", "classifier_dense", [x], x,
                      self.owned("head_dense", "head_dense_bias"),
-                     _linear_flops(tokens, d, d, s.bias) + ACTIVATION_FLOPS * tokens * d)
+                     _linear_flops(tokens, d, d, bool(s.head_bias)) + ACTIVATION_FLOPS * tokens * d)
+        if s.classifier_norm:  # ModernBERT's prediction head: its norm after the activation
+            self.add("head", "classifier_norm", [x], x, self.owned("head_norm"),
+                     NORM_FLOPS * tokens * d)
         self.add("head", "classifier", [x], (*x[:-1], labels),
                  self.owned("classifier", "classifier_bias"),
                  _linear_flops(tokens, d, labels, bool(s.classifier_bias)))

@@ -34,7 +34,7 @@ def _local_layers(spec: Spec) -> str:
     """Which layers a sliding window applies to, when a layer_pattern mixes kinds."""
     if spec.layer_pattern is None:
         return ""
-    return f"of the local layers ({spec.local_layers:,} of {spec.decoder_layers:,}) "
+    return f"of the local layers ({spec.local_layers:,} of {spec.total_layers:,}) "
 
 
 def convention_text(spec: Spec, dtype: str) -> str:
@@ -48,8 +48,10 @@ def convention_text(spec: Spec, dtype: str) -> str:
           if spec.qk_norm != "none" else "") + _latent_text(spec) + _gemma_text(spec)
     parallel = (" Parallel residual: one residual_add row per block, after the FFN, 2 FLOPs per "
                 "element (x + attn + ffn)." if spec.parallel_residual != "off" else "")
-    window = (f" Nor are keys outside the {spec.sliding_window:,}-token sliding window "
-              f"{_local_layers(spec)}subtracted." if spec.sliding_window else "")
+    w = spec.sliding_window or 0
+    reach = (f"bidirectional sliding window (|i - j| < {w:,}) " if spec.family == "encoder"
+             else f"{w:,}-token sliding window ")
+    window = f" Nor are keys outside the {reach}{_local_layers(spec)}subtracted." if w else ""
     return (
         "FLOPs: 2 per multiply-add (x @ W with W (m, n): 2mn per token); attention scores (QK^T) "
         f"and weighted sum (PV) counted for every query-key pair: causal masking is NOT halved.{window} "

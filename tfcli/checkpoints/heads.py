@@ -160,6 +160,21 @@ ARCHITECTURES |= {
                                               labels=1, classifier_dense=True)},
     "albert": _encoder_family("Albert", BARE),
 }
+# ModernBERT: every task head runs ModernBertPredictionHead (dense, classifier_activation, norm)
+# before its classifier - classifier_dense and the reader's classifier_norm; its sequence and
+# multiple-choice classifiers read the first token or the real tokens' mean (classifier_pooling)
+_MODERNBERT_HEAD = Architecture(False, "token_classification", pooler=False,
+                                classifier_dense=True)
+ARCHITECTURES["modernbert"] = {
+    "ModernBertModel": Architecture(False, pooler=False),
+    "ModernBertForMaskedLM": MASKED_LM,
+    "ModernBertForSequenceClassification": Architecture(
+        False, "sequence_classification", pooler=False, classifier_dense=True),
+    "ModernBertForTokenClassification": _MODERNBERT_HEAD,
+    "ModernBertForQuestionAnswering": _MODERNBERT_HEAD,  # classifier of config num_labels
+    "ModernBertForMultipleChoice": Architecture(False, "sequence_classification", pooler=False,
+                                                labels=1, classifier_dense=True),
+}
 ENCODER_REFUSED: dict[str, str] = {
     "AlbertForPreTraining": "two heads at once (masked-LM and sentence-order prediction)",
     "ElectraForMultipleChoice": "a sequence-summary head",

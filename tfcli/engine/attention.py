@@ -25,7 +25,9 @@ class ScoreMask(NamedTuple):
     """What hides, shifts or caps attention scores (a NamedTuple: built once per attention call)."""
 
     causal_offset: int | None = None  # key index of query 0; None = not causal
-    window: int | None = None  # with causal_offset: query i sees keys i - window + 1 .. i only
+    # causal: query i sees keys i - window + 1 .. i only; not causal (an encoder's local
+    # layers): keys j with |i - j| < window
+    window: int | None = None
     key_mask: Array | None = None  # (B, S) bool, True = real key
     position_bias: Array | None = None  # broadcastable to (B, H, T, S), added to the scores
     softcap: float | None = None  # c: scores become c * tanh(scores / c) before all the above
@@ -97,6 +99,8 @@ def _mask_block(scores: Array, q0: int, k0: int, mask: ScoreMask) -> None:
         hidden = ~key_mask[:, None, None, k0:k1]  # (B, 1, 1, K)
         np.copyto(scores, -np.inf, where=hidden)
     if causal_offset is None:
+        if window is not None:
+            _mask_band(scores, q0, k0, window)
         return
     first = causal_offset + q0  # key index of this block's first query
     # A decode step (one query, keys up to itself) needs neither mask: skip even the aranges.
@@ -113,6 +117,18 @@ def _mask_block(scores: Array, q0: int, k0: int, mask: ScoreMask) -> None:
         # have any: k0 is the first query's first visible key).
         keys = np.arange(k0, k0 + stale)[None, :]  # (1, stale)
         np.copyto(scores[..., :stale], -np.inf, where=keys <= queries - window)
+
+
+def _mask_band(scores: Array, q0: int, k0: int, window: int) -> None:
+    """A bidirectional sliding window, in place: query q0 + r sees key k0 + c only when they
+    lie less than `window` apart (transformers' ModernBERT local layers: |i - j| <= L // 2).
+    scores (B, H, c, K); queries and keys index the same positions (self-attention, no cache)."""
+    n_queries, n_keys = scores.shape[2], scores.shape[3]
+    if q0 + n_queries - k0 <= window and k0 + n_keys - q0 <= window:
+        return  # every pair of the block lies within the window
+    queries = np.arange(q0, q0 + n_queries)[:, None]  # (c, 1)
+    keys = np.arange(k0, k0 + n_keys)[None, :]  # (1, K)
+    np.copyto(scores, -np.inf, where=np.abs(queries - keys) >= window)  # (c, K) broadcast
 
 
 def _first_key(q0: int, causal_offset: int | None, window: int | None) -> int:

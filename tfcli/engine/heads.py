@@ -2,7 +2,8 @@
 before the vocabulary logits, and the classifiers of sequence and token classification.
 
 Probes (path `head`, in order): `transform` (B, T, d) and `transform_norm` (B, T, d) for
-masked_lm, before `logits`; `classifier_dense` (B, [T,] d) with classifier_dense, then
+masked_lm, before `logits`; `mean_pool` (B, d) with classifier_pooling mean; `classifier_dense`
+(B, [T,] d) with classifier_dense, `classifier_norm` (B, [T,] d) with classifier_norm, then
 `classifier` (B, num_labels) or (B, T, num_labels) last.
 """
 
@@ -54,17 +55,30 @@ def last_real_token(spec: Spec, tokens: Array, mask: Array | None) -> Array:
     return (positions * keep).argmax(axis=-1)  # (B,): argmax of 0s is 0, as transformers'
 
 
+def mean_over_real(hidden: Array, mask: Array | None) -> Array:
+    """The mean of hidden (B, T, d) over each row's real tokens (mask (B, T), None: all),
+    (B, d) in hidden's dtype: ModernBERT's classifier_pooling mean, sum(h * m) / sum(m)."""
+    if mask is None:
+        return hidden.mean(axis=1)
+    keep = mask.astype(hidden.dtype)[..., None]  # (B, T, 1)
+    return (hidden * keep).sum(axis=1) / keep.sum(axis=1)  # (B, d)
+
+
 def classifier_input(spec: Spec, hidden: Array, pooled: Array | None, tokens: Array,
-                     mask: Array | None) -> Array:
+                     mask: Array | None, probe: Probe) -> Array:
     """What the classifier reads: every token (B, T, d) for token_classification; for
     sequence_classification (B, d), the pooler's output, else a decoder's last real token,
-    else an encoder's first token."""
+    else an encoder's first token or (classifier_pooling mean) its real tokens' mean."""
     if spec.head == "token_classification":
         return hidden
     if pooled is not None:
         return pooled
     if spec.family == "decoder":
         return hidden[np.arange(hidden.shape[0]), last_real_token(spec, tokens, mask)]
+    if spec.classifier_pooling == "mean":
+        mean = mean_over_real(hidden, mask)
+        probe("mean_pool", mean.shape)
+        return mean
     return hidden[:, 0]
 
 
@@ -75,6 +89,10 @@ def classify(spec: Spec, weights: Weights, x: Array, probe: Probe) -> Array:
         x = linear(x, weights.head_dense, weights.head_dense_bias)  # (..., d) @ (d, d)
         x = activation_fn(spec.head_activation or spec.activation)(x)
         probe("classifier_dense", x.shape)
+    if spec.classifier_norm:  # ModernBERT's prediction head: dense, activation, norm
+        x = rowwise(lambda rows: apply_norm(spec.norm, weights.head_norm, rows, spec.norm_eps,
+                                            spec.norm_unit_offset), x)
+        probe("classifier_norm", x.shape)
     scores = linear(x, weights.classifier)  # (..., d) @ (d, L)
     if weights.classifier_bias is not None:
         scores += weights.classifier_bias

@@ -102,7 +102,7 @@ class Initializer:
             return None
         # a (1 + weight) norm (norm_unit_offset) starts at weight 0: the same effective scale 1
         unit = self.zeros if self.spec.norm_unit_offset else self.ones
-        scale = unit(d) if kind in ("layernorm", "rmsnorm") else None
+        scale = unit(d) if kind in ("layernorm", "rmsnorm", "layernorm_nobias") else None
         bias = self.zeros(d) if kind == "layernorm" else None
         return NormWeights(scale, bias)
 
@@ -185,7 +185,9 @@ class Initializer:
         s = self.spec
         # sublayer_post has norms on the sublayers' outputs only; a one_norm parallel block
         # feeds the FFN from attn_norm's output
-        attn_norm = None if s.norm_placement == "sublayer_post" else self.norm()
+        # first_attn_norm false: block 0's attention reads the embedding norm (ModernBERT)
+        unnormed = s.norm_placement == "sublayer_post" or (layer == 0 and not s.first_attn_norm)
+        attn_norm = None if unnormed else self.norm()
         ffn_norm = (None if s.norm_placement == "sublayer_post" or s.parallel_residual == "one_norm"
                     else self.norm())
         attn = self.latent_attention() if s.latent_attention else self.attention()
@@ -250,11 +252,12 @@ class Initializer:
         s = self.spec
         if s.head == "masked_lm":  # d_model -> logits_width (embedding_dim when factorised)
             weights.head_dense = self.normal(s.d_model, s.logits_width)
-            weights.head_dense_bias = self.zeros(s.logits_width) if s.bias else None
+            weights.head_dense_bias = self.zeros(s.logits_width) if s.head_bias else None
             weights.head_norm = self.norm(s.logits_width)
         if s.classifier_dense:
             weights.head_dense = self.normal(s.d_model, s.d_model)
-            weights.head_dense_bias = self.zeros(s.d_model) if s.bias else None
+            weights.head_dense_bias = self.zeros(s.d_model) if s.head_bias else None
+            weights.head_norm = self.norm() if s.classifier_norm else None
         if s.num_labels is not None:  # set for the classification heads only
             weights.classifier = self.normal(s.d_model, s.num_labels)
             weights.classifier_bias = self.zeros(s.num_labels) if s.classifier_bias else None

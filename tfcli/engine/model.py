@@ -122,8 +122,12 @@ def block_forward(spec: Spec, w: BlockWeights, x: Array, inputs: StackInput,
     if spec.parallel_residual != "off":
         return _parallel_block(spec, w, x, inputs, cache, probe)
     at = probe.at("attn")
-    x = _sublayer(spec, w.attn_norm, x, lambda h: _self_attention(spec, w, h, inputs, cache, at),
-                  at, w.attn_post_norm)
+    attend = lambda h: _self_attention(spec, w, h, inputs, cache, at)  # noqa: E731
+    if spec.first_attn_norm or w.attn_norm is not None:
+        x = _sublayer(spec, w.attn_norm, x, attend, at, w.attn_post_norm)
+    else:  # ModernBERT's block 0 (first_attn_norm false): x + attn(x), the embedding norm's x
+        x = attend(x) + x  # (B, T, d)
+        at("residual_add", x.shape)
     if w.cross_attn is not None:
         cross = probe.at("cross_attn")
         x = _sublayer(spec, w.cross_norm, x,
@@ -281,8 +285,8 @@ def _heads(spec: Spec, weights: Weights, hidden: Array, probe: Probe,
         pooled = act(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
         probe("pooler", pooled.shape)
     if spec.num_labels is not None:  # a classification head
-        scores = classify(spec, weights, classifier_input(spec, hidden, pooled, tokens, mask),
-                          probe)
+        scores = classify(spec, weights,
+                          classifier_input(spec, hidden, pooled, tokens, mask, probe), probe)
     return logits, pooled, scores
 
 

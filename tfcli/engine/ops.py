@@ -231,6 +231,7 @@ def _no_norm(w: NormWeights | None, x: Array, eps: float) -> Array:
 NORMS: dict[str, Callable[[NormWeights | None, Array, float], Array]] = {
     "layernorm": _layernorm,
     "layernorm_noaffine": _layernorm,  # its NormWeights has scale = bias = None
+    "layernorm_nobias": _layernorm,  # its NormWeights has bias = None (ModernBERT)
     "rmsnorm": _rmsnorm,
     "none": _no_norm,
 }
