@@ -69,7 +69,7 @@ def perf_cmd(
     mfu: Annotated[float, typer.Option("--mfu", help="Model FLOP/s utilisation, in (0, 1]: the share of peak a compute-bound step reaches.")] = 0.5,
     train: Annotated[bool, typer.Option("--train", help="Also estimate training: FLOPs per token, step time, tokens/s.")] = False,
     recompute: Annotated[Recompute, typer.Option("--recompute", help="Training: none (x3 forward) or full recomputation (x4).")] = Recompute.none,
-    tokens: Annotated[float | None, typer.Option("--tokens", help="Training tokens D (e.g. 2e12): GPU-hours and wall-clock.")] = None,
+    tokens: Annotated[float | None, typer.Option("--train-tokens", help="Training tokens D (e.g. 2e12): GPU-hours and wall-clock.")] = None,
     gpus: Annotated[int, typer.Option("--gpus", min=1, help="Training: data-parallel GPUs (--batch each).")] = 1,
     macs: MacsOpt = False,
     causal_half: CausalHalfOpt = False,
@@ -84,7 +84,7 @@ def perf_cmd(
     with --train FLOPs per token (exact vs 6N), step time and GPU-hours. Comma lists in --batch
     and --seq-len sweep: one row per point, a chart, --plot FILE.png.
 
-    Example: tfcli perf llama-2-7b --gpu a100 --seq-len 2048 --train --tokens 2e12 --gpus 8
+    Example: tfcli perf llama-2-7b --gpu a100 --seq-len 4096 --train --train-tokens 2e12 --gpus 8
     """
     from tfcli.analysis.perf import PerfOptions, build_perf_estimate, default_seq_len
     from tfcli.render.perf import render_perf

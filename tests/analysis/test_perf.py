@@ -125,7 +125,7 @@ def test_an_encoder_has_no_decode_and_says_so() -> None:
 @pytest.mark.parametrize(("changes", "message"), [
     ({"mfu": 0.0}, r"--mfu must be in \(0, 1\]"), ({"mfu": 1.01}, r"--mfu must be in \(0, 1\]"),
     ({"mfu": math.nan}, r"--mfu must be in \(0, 1\]"), ({"recompute": "some"}, "--recompute"),
-    ({"tokens": -1.0}, "--tokens"), ({"dtype": "int4"}, "--dtype must be one of"),
+    ({"tokens": -1.0}, "--train-tokens"), ({"dtype": "int4"}, "--dtype must be one of"),
     ({"dtype": "float8", "gpu": "a100"}, "--dtype float8: A100 SXM 80GB has no float8"),
     ({"gpu": "h1000"}, "did you mean 'h100'"),
 ])

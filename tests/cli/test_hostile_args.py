@@ -89,6 +89,8 @@ BASE: dict[str, dict[str, str | None]] = {
     "trace": {"": "lesson-tiny", "--seq-len": "4"},
     "depth-sweep": {"--sublayer": "linear", "--depths": "1,2", "--seq-len": "4", "--quiet": None,
                     "--format": "json"},
+    "gpus": {},
+    "perf": {"": "lesson-tiny", "--gpu": "h100", "--seq-len": "4", "--format": "json"},
 }
 # Options that replace others of the base when given (the base would make them conflict).
 DISPLACES = {"--text": ("--seq-len",), "--tokens": ("--seq-len",), "--prompt": ("--tokens",),

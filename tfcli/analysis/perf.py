@@ -52,7 +52,7 @@ class PerfOptions:
     mfu: float = DEFAULT_MFU
     train: bool = False
     recompute: str = "none"
-    tokens: float | None = None  # training tokens D, for GPU-hours
+    tokens: float | None = None  # training tokens D (--train-tokens), for GPU-hours
     gpus: int = 1
     convention: FlopConvention = field(default_factory=FlopConvention)
 
@@ -234,7 +234,7 @@ def check_options(options: PerfOptions) -> None:
     if not (1 <= options.gpus <= MAX_SIZE):
         raise BadInputError(f"--gpus must be between 1 and 2^40, got {options.gpus}")
     if options.tokens is not None and not (0 < options.tokens < 1e30):
-        raise BadInputError(f"--tokens must be a positive count below 1e30, got {options.tokens:g}")
+        raise BadInputError(f"--train-tokens must be a positive count below 1e30, got {options.tokens:g}")
     for name, dtype in (("--dtype", options.dtype), ("--kv-dtype", options.kv_dtype)):
         if dtype is not None and dtype not in PERF_DTYPE_BYTES:
             raise BadInputError(f"{name} must be one of {', '.join(PERF_DTYPE_BYTES)}, got "
@@ -387,10 +387,14 @@ def _notes(spec: Spec, gpu: Accelerator, steps: Decode | None) -> tuple[str, ...
     if gpu.source == "measured":
         notes.append(f"cpu: {gpu.note}")
     if steps is None:
-        notes.append(f"no decode estimate: {spec.name} is a {spec.family} (decode covers "
-                     "decoder-only specs)")
+        notes.append(f"no decode estimate: {spec.name} is of family {spec.family} (decode "
+                     "covers decoder-only specs)")
+    if spec.family == "encoder-decoder":
+        notes.append("encoder-decoder: a token passes one stack, so 6N (N: both stacks) is "
+                     "about twice the exact count per source + target token")
     if spec.latent_attention:
         notes.append("MLA: decode counts the kv_b expansion of the new token's latent only")
     if spec.shared_layers:
-        notes.append("shared_layers: the prefill roofline reads the shared block's weights once")
+        notes.append("shared_layers: the prefill roofline reads the shared block's weights "
+                     "once, and 6N counts them once though every layer runs them")
     return tuple(notes)
