@@ -395,6 +395,10 @@ from tfcli import cli_diff  # noqa: E402
 
 command("diff")(cli_diff.diff_cmd)
 
+from tfcli import cli_memory  # noqa: E402
+
+command("memory")(cli_memory.memory_cmd)
+
 
 def main() -> None:
     """Console-script entry point."""

@@ -1,0 +1,45 @@
+"""`tfcli memory` through the CLI: JSON that adds up, the verdict, and bad input in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli.guarded import run_in_memory
+
+
+def test_json_breakdown_and_verdict() -> None:
+    code, out, err = run_in_memory("memory", "gpt2", "--seq-len", "512", "--gpu", "t4", "--fit",
+                                   "-f", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["total_bytes"] == sum(p["bytes"] for p in data["parts"])
+    assert data["gpu"]["fits"] and data["fit"]["max_batch"] >= 1
+    assert [p["name"] for p in data["parts"]] == ["weights", "KV cache", "activations"]
+
+
+def test_training_table() -> None:
+    code, out, err = run_in_memory("memory", "llama-3.2-1b", "--train", "--recompute", "full",
+                                   "--gpus", "2", "--zero", "2")
+    assert code == 0, err
+    assert "optimizer state" in out and "recomputed block" in out and "ZeRO stage 2" in out
+
+
+@pytest.mark.parametrize("args,words", [
+    (("--gpus", "0"), "--gpus"),
+    (("--train", "--optimizer", "adm"), "--optimizer"),
+    (("--train", "--lora-rank", "8", "--lora-targets", "gate"), "no linear layers named gate"),
+    (("--gpu", "h10"), "did you mean 'h100'"),
+    (("--fit",), "--fit needs --gpu"),
+    (("--gpus", "3", "--tp", "2", "--train"), "--tp"),
+])
+def test_bad_input_is_one_line_exit_2(args: tuple[str, ...], words: str) -> None:
+    code, out, err = run_in_memory("memory", "gpt2", *args)
+    assert code == 2 and out == ""
+    assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_unmodelled_variant_named() -> None:
+    code, _, err = run_in_memory("memory", "mixtral-8x7b")
+    assert code == 2 and "mixture-of-experts" in err

@@ -1,0 +1,117 @@
+"""tfcli memory against what torch really holds, on small random transformers models of the
+GPT-2, Llama and BERT families: the inference peak (live tensor storages, tracked op by op:
+torch CPU has no allocator statistics) within 15%, the bytes autograd saves for backward
+(saved_tensors_hooks, each storage once) within 10% for eager and sdpa attention and with
+gradient checkpointing, and the optimizer / gradient figures to the byte."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+import transformers as tf
+
+from tests.parity.torch_memory import forward_peak, saved_bytes
+from tfcli.analysis.activations import Workload, inference_peak
+from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan, optimizer_bytes
+from tfcli.analysis.saved_activations import saved_activations
+from tfcli.checkpoints import spec_from_config_dir
+from tfcli.spec import Spec
+
+VOCAB = 200
+MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
+    "gpt2": lambda: tf.GPT2LMHeadModel(tf.GPT2Config(
+        n_embd=64, n_head=4, n_layer=2, vocab_size=VOCAB, n_positions=512, resid_pdrop=0.0,
+        embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)),
+    "llama": lambda: tf.LlamaForCausalLM(tf.LlamaConfig(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+        intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=512)),
+    "bert": lambda: tf.BertModel(tf.BertConfig(
+        hidden_size=64, num_attention_heads=4, num_hidden_layers=2, intermediate_size=128,
+        vocab_size=VOCAB, max_position_embeddings=512, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0)),
+}
+SIZES = [(2, 64), (1, 256)]
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def family(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> tuple[str, tf.PreTrainedModel, Spec]:
+    """(name, the random model, the spec tfcli reads from its saved config.json)."""
+    torch.manual_seed(0)
+    model = MODELS[request.param]()
+    path: Path = tmp_path_factory.mktemp(request.param)
+    model.save_pretrained(path)
+    return request.param, model, spec_from_config_dir(path)
+
+
+def _ids(batch: int, seq_len: int) -> torch.Tensor:
+    return torch.randint(0, VOCAB, (batch, seq_len), generator=torch.Generator().manual_seed(1))
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_inference_peak(family: tuple[str, tf.PreTrainedModel, Spec], attention: str) -> None:
+    name, model, spec = family
+    model.set_attn_implementation(attention)
+    model.eval()
+    for batch, seq_len in SIZES:
+        ids = _ids(batch, seq_len)
+        want = forward_peak(model, ids, **({} if name == "bert" else {"use_cache": False}))
+        got = inference_peak(spec, Workload(batch, seq_len, 4), attention).bytes
+        assert abs(got - want) <= 0.15 * want, (batch, seq_len, got, want)
+
+
+def _training_run(name: str, model: tf.PreTrainedModel, ids: torch.Tensor) -> Callable[[], object]:
+    if name == "bert":
+        return lambda: model(input_ids=ids).pooler_output
+    return lambda: model(input_ids=ids, labels=ids, use_cache=False).loss
+
+
+@pytest.mark.parametrize("attention,recompute", [("eager", "none"), ("sdpa", "none"),
+                                                 ("eager", "full"), ("sdpa", "full")])
+def test_saved_activations(family: tuple[str, tf.PreTrainedModel, Spec], attention: str,
+                           recompute: str) -> None:
+    name, model, spec = family
+    model.set_attn_implementation(attention)
+    model.train()
+    if recompute == "full":
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    try:
+        for batch, seq_len in SIZES:
+            ids = _ids(batch, seq_len)
+            want = saved_bytes(model, _training_run(name, model, ids), ids)
+            got = saved_activations(spec, Workload(batch, seq_len, 4), attention, recompute).total
+            assert abs(got - want) <= 0.10 * want, (batch, seq_len, got, want)
+    finally:
+        model.activation_checkpointing_disable()
+
+
+def _state_bytes(optimizer: torch.optim.Optimizer) -> int:
+    return sum(v.nbytes for state in optimizer.state.values() for v in state.values()
+               if isinstance(v, torch.Tensor))
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "adam", "sgd"])
+def test_optimizer_and_gradient_bytes_are_exact(family: tuple[str, tf.PreTrainedModel, Spec],
+                                                optimizer: str) -> None:
+    name, model, spec = family
+    params = list(model.parameters())
+    make = {"adamw": lambda: torch.optim.AdamW(params, lr=1e-3),
+            "adam": lambda: torch.optim.Adam(params, lr=1e-3),
+            "sgd": lambda: torch.optim.SGD(params, lr=1e-3, momentum=0.9)}[optimizer]
+    opt = make()
+    model.train()
+    ids = _ids(1, 16)
+    out = _training_run(name, model, ids)()
+    out.sum().backward() if out.dim() else out.backward()  # type: ignore[union-attr]
+    opt.step()
+    plan = build_memory_plan(spec, MemoryOptions(batch=1, seq_len=16, dtype="float32", train=True,
+                                                 optimizer=optimizer, param_tensors=len(params)))
+    assert plan.part("optimizer state") == _state_bytes(opt)
+    assert plan.part("gradients") == sum(p.grad.nbytes for p in params if p.grad is not None)
+    assert plan.part("weights") == sum(p.nbytes for p in params)
+    assert plan.part("master weights") == 0  # float32 training: the weights are the master
+    assert optimizer_bytes(optimizer, sum(p.numel() for p in params), len(params)) == _state_bytes(opt)
+    opt.zero_grad(set_to_none=True)

@@ -1,0 +1,89 @@
+"""What torch really holds: the peak of live tensor storages during a forward pass (torch CPU has
+no allocator statistics), and the bytes autograd saves for backward. Both count each storage
+once and leave out the storages that existed before (parameters, buffers, the inputs)."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+
+def storage_key(t: torch.Tensor) -> int:
+    return t.untyped_storage().data_ptr()
+
+
+def known_storages(model: torch.nn.Module, *tensors: torch.Tensor) -> set[int]:
+    """The storages a measurement leaves out: the model's parameters and buffers, the inputs."""
+    held: Iterable[torch.Tensor] = (*model.parameters(), *model.buffers(), *tensors)
+    return {storage_key(t) for t in held}
+
+
+class LiveStorages(TorchDispatchMode):
+    """Tracks every storage an op returns until the last tensor on it is freed; `peak` is the
+    most bytes alive at once. Buffers an aten kernel allocates and frees inside itself are not
+    seen (sdpa's per-thread blocks): the figure is the live set between ops."""
+
+    def __init__(self, known: set[int]) -> None:
+        super().__init__()
+        self.known, self.owners, self.sizes = known, {}, {}
+        self.now = self.peak = 0
+
+    def _drop(self, key: int, ref: weakref.ref) -> None:
+        refs = self.owners.get(key)
+        if refs is None:
+            return
+        refs.discard(ref)
+        if not refs:
+            del self.owners[key]
+            self.now -= self.sizes.pop(key)
+
+    def _track(self, t: torch.Tensor) -> None:
+        key = storage_key(t)
+        if key == 0 or key in self.known:
+            return
+        if key not in self.owners:
+            self.owners[key], self.sizes[key] = set(), t.untyped_storage().nbytes()
+            self.now += self.sizes[key]
+        self.owners[key].add(weakref.ref(t, lambda r, k=key: self._drop(k, r)))
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                self._track(t)
+        self.peak = max(self.peak, self.now)
+        return out
+
+
+def forward_peak(model: torch.nn.Module, ids: torch.Tensor, **kwargs: Any) -> int:
+    """Peak live bytes of model(input_ids=ids) under no_grad, the output included."""
+    with torch.no_grad():
+        mode = LiveStorages(known_storages(model, ids))
+        with mode:
+            out = model(input_ids=ids, **kwargs)
+        del out
+    return mode.peak
+
+
+def saved_bytes(model: torch.nn.Module, run: Callable[[], Any], *inputs: torch.Tensor) -> int:
+    """Bytes autograd keeps for backward while `run()` builds the graph: every tensor the
+    saved_tensors_hooks pack hook sees, its storage counted once; parameters, buffers and the
+    inputs left out (they exist without training)."""
+    known = known_storages(model, *inputs)
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        key = storage_key(t)
+        if key not in known:
+            seen.setdefault(key, t.untyped_storage().nbytes())
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = run()
+    del out
+    return sum(seen.values())

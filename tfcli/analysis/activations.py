@@ -1,0 +1,219 @@
+"""Peak activation memory of one inference forward pass: the largest set of arrays alive at once.
+
+Not a sum of op outputs (that is what `tfcli trace` adds up): each phase of a block (norm,
+attention, output projection, FFN) holds the arrays the code still references there, and the
+peak is the largest phase. Three implementations are modelled, each walked in its own op order:
+
+  engine  tfcli's NumPy engine (tfcli/engine): attention in query blocks of ~4 MB of scores run
+          on `workers` threads at once (no (B, H, T, S) array ever exists), the FFN in rounds of
+          rows split by hidden units across the workers;
+  eager   transformers' eager attention: (B, H, T, S) scores and probabilities materialised
+          (two of them at the softmax), K/V repeated to every query head for GQA;
+  sdpa    transformers' fused attention (torch sdpa / flash): no score matrix leaves the kernel.
+
+Which buffers are freed when is written next to each phase (docs/memory.md has the whole list).
+Sizes are in elements of the compute dtype unless a name says bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tfcli.errors import BadInputError
+from tfcli.spec import Spec
+
+ATTENTION_KINDS = ("engine", "eager", "sdpa")
+
+# tfcli/engine/attention.py and ffn.py sizes (the same constants: changed there, change here)
+QUERY_BLOCK_BYTES = 1 << 22
+MIN_QUERY_BLOCK = 16
+HIDDEN_SLICE_BYTES = 1 << 22
+MIN_SPLIT_ROWS = 16
+MIN_ROWWISE_ROWS = 64
+
+# Hidden-width arrays alive per worker while the engine's activation runs, its input included
+# (tfcli/engine/ops.py): relu / gelu_tanh: input + one result; silu: input, -x and exp(-x).
+# Exact gelu runs Cody's erf: x/sqrt2, |y|, the output, four interval masks, each interval's
+# gathered copy and its rational function's temporaries: 4 + 8 x (share of |x|/sqrt2 in the
+# middle interval), which depends on the values: measured 9.1 (bert-base at init) to 10.5 (a
+# d_model 64 spec) on random-init hidden values (tests/analysis/test_activations.py); 10 taken.
+ENGINE_ACTIVATION_SLICES = {"relu": 2.0, "gelu_tanh": 2.0, "silu": 3.0, "gelu": 10.0}
+# transformers' MLP: hidden-width tensors alive at its peak. gelu_new (GPT-2) is a Python
+# formula: x, x^3, 0.044715 x^3 ... four at once; F.gelu / relu: input and output; gated:
+# act(gate), up and their product.
+HF_ACTIVATION_TENSORS = {"relu": 2.0, "gelu": 2.0, "gelu_tanh": 4.0, "silu": 2.0}
+GATE_OF = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One forward pass: batch x seq_len tokens in a dtype of `itemsize` bytes."""
+
+    batch: int
+    seq_len: int
+    itemsize: float
+    workers: int = 1  # engine only: threads running query blocks / FFN slices at once
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq_len
+
+
+@dataclass(frozen=True)
+class ActivationPeak:
+    """The largest live set of one forward pass and the phase it happens in."""
+
+    bytes: int
+    phase: str  # e.g. "block attention scores", "logits"
+    phases: tuple[tuple[str, int], ...]  # every phase's live bytes, in op order
+
+
+def check_modelled(spec: Spec) -> None:
+    """BadInputError for the variants whose live sets are not modelled, named."""
+    if spec.family == "encoder-decoder":
+        raise BadInputError(f"{spec.name}: activation memory of encoder-decoder models is not "
+                            "modelled yet (weights, KV cache and optimizer state are: use --layers "
+                            "with a decoder or encoder spec for activations)")
+    if spec.n_experts:
+        raise BadInputError(f"{spec.name}: activation memory of mixture-of-experts FFNs "
+                            "(n_experts) is not modelled yet")
+    if spec.kv_lora_rank is not None or spec.q_lora_rank is not None:
+        raise BadInputError(f"{spec.name}: activation memory of latent attention (MLA) is not "
+                            "modelled yet")
+    if getattr(spec, "disentangled_attention", False):  # the DeBERTa field, where it exists
+        raise BadInputError(f"{spec.name}: activation memory of disentangled attention "
+                            "(DeBERTa) is not modelled yet")
+    if spec.positions == "relative":
+        raise BadInputError(f"{spec.name}: activation memory with a relative position bias "
+                            "(T5) is not modelled yet")
+
+
+def _activation(spec: Spec) -> str:
+    return GATE_OF.get(spec.activation, spec.activation)
+
+
+# --- tfcli's engine -------------------------------------------------------------------------
+
+
+def _engine_blocks(spec: Spec, work: Workload) -> float:
+    """Score blocks in flight at once (attention.attend): each block of c queries holds its
+    B x H x c x K scores, its scaled queries and its mixed values; a causal block sees only
+    the K keys up to its last query. The pool runs `workers` consecutive blocks at once: the
+    largest such window counts."""
+    s, t = spec, work.seq_len
+    per_block = max(MIN_QUERY_BLOCK, QUERY_BLOCK_BYTES // int(s.n_heads * t * work.itemsize))
+    c = min(per_block, max(MIN_QUERY_BLOCK, -(-t // (work.workers * 2))), t)
+    causal = s.family == "decoder"
+    sizes = [min(c, t - q0) * ((min(t, q0 + c) if causal else t) + 2 * s.head_dim)
+             for q0 in range(0, t, c)]
+    window = min(work.workers, len(sizes))
+    widest = max(sum(sizes[i:i + window]) for i in range(len(sizes) - window + 1))
+    return work.batch * s.n_heads * widest
+
+
+def _norm_scratch(work: Workload, width: int) -> float:
+    """A norm's temporaries beside its output: centred and squared rows (layer norm) or the
+    square and the product (RMS norm), for every row block at once (parallel.rowwise)."""
+    parallel = work.tokens >= MIN_ROWWISE_ROWS and work.workers > 1
+    return (2 if parallel else 1) * work.tokens * width
+
+
+def _engine_ffn(spec: Spec, work: Workload) -> float:
+    """The FFN's transient arrays beside its (N, d) output (ffn.dense_ffn): per round of rows,
+    the workers' (rows, d) partial sums and each worker's hidden slice through the activation."""
+    slices = ENGINE_ACTIVATION_SLICES[_activation(spec)] + (1 if spec.gated else 0)
+    n, f, d = work.tokens, spec.d_ff, spec.d_model
+    if n < MIN_SPLIT_ROWS or work.workers == 1:
+        return n * f * slices
+    width = -(-f // work.workers)
+    cap = max(MIN_SPLIT_ROWS, int(HIDDEN_SLICE_BYTES // (width * work.itemsize)))
+    rows = -(-n // -(-n // cap))
+    workers = -(-f // width)
+    return workers * rows * d + workers * rows * width * slices
+
+
+def _qkv(spec: Spec, tokens: int) -> float:
+    return tokens * (spec.n_heads + 2 * spec.kv_heads) * spec.head_dim
+
+
+def _rope_copies(spec: Spec, tokens: int) -> float:
+    """RoPE's new q and k (the fused Q/K/V output stays alive through v's view) and its tables."""
+    if spec.positions != "rope":
+        return 0
+    return tokens * (spec.n_heads + spec.kv_heads) * spec.head_dim + 2 * tokens * spec.rotary_width
+
+
+def _engine_phases(spec: Spec, work: Workload) -> list[tuple[str, float]]:
+    """Live elements per phase of the engine's forward (tfcli/engine/model.py): the embedding
+    output stays referenced by forward() throughout, a block's input by forward_hidden's loop,
+    a sublayer's normed input by _sublayer until it returns."""
+    s, n, d = spec, work.tokens, spec.d_model
+    embed = n * d
+    x_in = n * d if s.n_layers > 1 else 0  # block 0's input is the embedding itself
+    pre = s.norm != "none" and s.norm_placement != "post"
+    h = n * d if pre else 0  # pre-norm: the normed input beside the residual
+    qkv = _qkv(s, n) + _rope_copies(s, n)
+    attn_out = n * s.n_heads * s.head_dim
+    phases = [
+        ("attention norm", embed + x_in + h + _norm_scratch(work, d)),
+        ("attention scores", embed + x_in + h + qkv + attn_out + _engine_blocks(s, work)),
+        ("attention output", embed + x_in + h + qkv + attn_out + n * d),
+        ("FFN norm", embed + x_in + 2 * n * d + _norm_scratch(work, d)),
+        ("FFN", embed + x_in + n * d + h + n * d + _engine_ffn(s, work)),
+        ("final norm", embed + 2 * n * d + _norm_scratch(work, d)),
+    ]
+    if s.post_sublayer_norms:  # x + P(F(..)): F's output, its norm and the norm's scratch
+        phases.append(("sublayer output norm", embed + x_in + 2 * n * d + h + 2 * n * d
+                       + _norm_scratch(work, d)))
+    return phases + _head_phases(s, work, embed + n * d)
+
+
+def _head_phases(spec: Spec, work: Workload, held: float) -> list[tuple[str, float]]:
+    """The vocabulary logits (B, T, V) beside the final hidden state (and the embedding)."""
+    if not spec.lm_head:
+        return []
+    return [("logits", held + work.tokens * spec.vocab_size)]
+
+
+# --- transformers ---------------------------------------------------------------------------
+
+
+def _hf_phases(spec: Spec, work: Workload, eager: bool) -> list[tuple[str, float]]:
+    """Live elements per phase of a transformers forward (no_grad, use_cache=False): the model
+    keeps inputs_embeds (and GPT-2's position embeddings) referenced to the end, the layer loop
+    its layer's input, the layer its residual; eager attention returns its probabilities, which
+    the layer holds until it returns; an eager decoder builds a (B, 1, T, S) float mask."""
+    s, n, d, t = spec, work.tokens, spec.d_model, work.seq_len
+    held = n * d + (t * d if s.positions == "learned" and s.family == "decoder" else 0)
+    held += work.batch * t * t if eager and s.family == "decoder" else 0
+    held += 2 * t * s.rotary_width if s.positions == "rope" else 0
+    x_in = n * d if s.n_layers > 1 else 0
+    pre = s.norm_placement != "post"
+    h = n * d if pre else 0
+    probs = work.batch * s.n_heads * t * t if eager else 0
+    repeat = 2 * n * s.n_heads * s.head_dim if eager and s.kv_heads < s.n_heads else 0
+    core = 2 * probs if eager else n * s.n_heads * s.head_dim  # eager: scores and softmax
+    mlp = n * s.d_ff * (HF_ACTIVATION_TENSORS[_activation(s)] + (1 if s.gated else 0))
+    phases = [
+        ("attention scores", held + x_in + h + _qkv(s, n) + repeat + core),
+        ("attention output", held + x_in + h + _qkv(s, n) + probs + 2 * n * d),
+        ("FFN", held + x_in + n * d + h + probs + mlp),
+    ]
+    if not pre:  # post-norm (BERT): at the output LayerNorm the FFN's activation output, its
+        # projection, the residual sum and the norm's output beside the sublayer input
+        phases.append(("FFN output norm", held + x_in + n * d + n * s.d_ff + 3 * n * d + probs))
+    return phases + _head_phases(s, work, held + n * d)
+
+
+def inference_peak(spec: Spec, work: Workload, attention: str = "engine") -> ActivationPeak:
+    """The peak live activations of one forward pass of `work` under `attention` (engine, eager
+    or sdpa), weights and KV cache excluded."""
+    check_modelled(spec)
+    if attention not in ATTENTION_KINDS:
+        raise BadInputError(f"unknown attention implementation '{attention}': use one of "
+                            f"{', '.join(ATTENTION_KINDS)}")
+    raw = _engine_phases(spec, work) if attention == "engine" else \
+        _hf_phases(spec, work, attention == "eager")
+    phases = tuple((name, int(round(elements * work.itemsize))) for name, elements in raw)
+    name, peak = max(phases, key=lambda p: p[1])
+    return ActivationPeak(peak, name, phases)

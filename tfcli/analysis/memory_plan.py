@@ -1,0 +1,274 @@
+"""`tfcli memory`: what a model needs on an accelerator, part by part, for inference or training.
+
+build_memory_plan(spec, options) -> MemoryPlan takes ONE batch and ONE sequence length, so a
+sweep is a list of plans (tfcli.analysis.sweep calls it per point). Every part is a sum, never a
+maximum: the total is what one GPU holds at its peak.
+
+Inference: weights (per dtype; int8 / int4 with one float16 scale per group of weights), the KV
+cache, and the largest live set of one forward pass (tfcli.analysis.activations).
+Training (per GPU): weights, gradients, optimizer state, float32 master weights under mixed
+precision, the activations autograd keeps (tfcli.analysis.saved_activations), the logits' and
+loss's working set, and, with full recomputation, one block's saved set recomputed. ZeRO stages
+shard over the data-parallel GPUs, tensor parallelism over --tp. docs/memory.md states each term.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+
+from tfcli.analysis.activations import ATTENTION_KINDS, Workload, inference_peak
+from tfcli.analysis.saved_activations import RECOMPUTE, saved_activations
+from tfcli.dtypes import DTYPE_BYTES
+from tfcli.errors import BadInputError, not_one_of
+from tfcli.params import ATTENTION, FFN, components, kv_cache_bytes, total_parameters
+from tfcli.spec import Spec
+
+OPTIMIZERS = ("adamw", "adam", "sgd", "adam8bit")
+PLAN_DTYPES = ("float32", "bfloat16", "float16", "int8", "int4")  # weights (and compute) dtype
+QUANTISED = {"int8": 8, "int4": 4}  # bits per quantised weight
+SCALE_BYTES = 2  # one float16 scale per group of quantised weights (symmetric, no zero point)
+FLOAT32 = 4
+STEP_BYTES = 4  # torch Adam/AdamW: a float32 `step` tensor per parameter tensor
+# bitsandbytes' 8-bit Adam (Optimizer8bit, blockwise): two uint8 states and a float32 absmax per
+# block of 256 values each; tensors under 4096 elements keep float32 states.
+ADAM8_BLOCK, ADAM8_MIN_SIZE = 256, 4096
+LORA_TARGETS = {"q": "attn.wq", "k": "attn.wk", "v": "attn.wv", "o": "attn.wo",
+                "gate": "ffn.w_gate", "up": "ffn.w_up", "down": "ffn.w_down"}
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    """One point of the plan: one batch, one sequence length."""
+
+    batch: int = 1
+    seq_len: int | None = None  # None: min(max_seq_len, 1024)
+    dtype: str = "bfloat16"  # weights and compute (int8 / int4: weights only, compute bfloat16)
+    kv_dtype: str | None = None  # None: the compute dtype
+    attention: str = "sdpa"  # engine | eager | sdpa
+    group_size: int = 128  # int8 / int4 quantisation group
+    stored_bytes: int | None = None  # a checkpoint's weights as stored (GGUF, quantised)
+    train: bool = False
+    optimizer: str = "adamw"
+    recompute: str = "none"
+    gpus: int = 1
+    zero: int = 0
+    tp: int = 1
+    lora_rank: int | None = None
+    lora_targets: tuple[str, ...] = ("q", "v")
+    param_tensors: int | None = None  # torch parameter tensors (None: tfcli's arrays)
+    workers: int = 1  # engine attention: threads running query blocks at once
+
+    def resolved_seq_len(self, spec: Spec) -> int:
+        return self.seq_len if self.seq_len is not None else min(spec.max_seq_len, 1024)
+
+
+@dataclass(frozen=True)
+class MemoryPart:
+    name: str
+    bytes: int
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    spec_name: str
+    mode: str  # "inference" or "training"
+    batch: int
+    seq_len: int
+    options: MemoryOptions
+    parts: tuple[MemoryPart, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def total(self) -> int:
+        return sum(p.bytes for p in self.parts)
+
+    def part(self, name: str) -> int:
+        return sum(p.bytes for p in self.parts if p.name == name)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"spec": self.spec_name, "mode": self.mode, "batch": self.batch,
+                "seq_len": self.seq_len, "options": asdict(self.options),
+                "parts": [asdict(p) for p in self.parts], "total_bytes": self.total,
+                "notes": list(self.notes)}
+
+    def csv_rows(self) -> tuple[list[str], list[list[object]]]:
+        rows: list[list[object]] = [[p.name, p.bytes, p.note] for p in self.parts]
+        return ["part", "bytes", "note"], rows + [["total", self.total, ""]]
+
+
+# --- checks ---------------------------------------------------------------------------------
+
+
+def check_options(spec: Spec, o: MemoryOptions) -> None:
+    """BadInputError, one line naming the option, for values the plan cannot take."""
+    if o.dtype not in PLAN_DTYPES:
+        raise BadInputError(not_one_of("--dtype", o.dtype, PLAN_DTYPES))
+    if o.attention not in ATTENTION_KINDS:
+        raise BadInputError(not_one_of("--attention", o.attention, ATTENTION_KINDS))
+    if o.optimizer not in OPTIMIZERS:
+        raise BadInputError(not_one_of("--optimizer", o.optimizer, OPTIMIZERS))
+    if o.recompute not in RECOMPUTE:
+        raise BadInputError(not_one_of("--recompute", o.recompute, RECOMPUTE))
+    if min(o.batch, o.gpus, o.tp, o.group_size, o.workers) < 1 or (o.seq_len or 1) < 1:
+        raise BadInputError("--batch, --seq-len, --gpus, --tp and --group-size must be at least 1")
+    if o.gpus % o.tp:
+        raise BadInputError(f"--gpus {o.gpus} is not a multiple of --tp {o.tp}")
+    if o.zero not in (0, 1, 2, 3):
+        raise BadInputError(f"--zero must be 0, 1, 2 or 3 (got {o.zero})")
+    if o.train and o.dtype in QUANTISED and o.lora_rank is None:
+        raise BadInputError(f"--train with --dtype {o.dtype}: quantised weights train only "
+                            "as a frozen base under LoRA (add --lora-rank)")
+    if o.train and o.attention == "engine":
+        raise BadInputError("--train needs --attention eager or sdpa (the engine has no backward)")
+
+
+# --- weights --------------------------------------------------------------------------------
+
+
+def _is_block_matrix(c: object) -> bool:
+    return c.group in (ATTENTION, FFN) and len(c.shape) == 2 and ".blocks." in c.path  # type: ignore[attr-defined]
+
+
+def weight_bytes(spec: Spec, dtype: str, group_size: int = 128) -> int:
+    """Weights in `dtype`; int8 / int4 quantise the blocks' linear matrices (one float16 scale per
+    group of `group_size` weights) and keep embeddings, norms and biases in 16 bits."""
+    if dtype not in QUANTISED:
+        return int(total_parameters(spec) * DTYPE_BYTES[dtype])
+    bits = QUANTISED[dtype]
+    quantised = sum(c.count for c in components(spec) if _is_block_matrix(c))
+    rest = total_parameters(spec) - quantised
+    scales = -(-quantised // group_size) * SCALE_BYTES
+    return quantised * bits // 8 + scales + rest * 2
+
+
+def _compute_itemsize(dtype: str) -> int:
+    return 2 if dtype in QUANTISED else int(DTYPE_BYTES[dtype])
+
+
+# --- inference ------------------------------------------------------------------------------
+
+
+def _inference_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPart]:
+    itemsize = _compute_itemsize(o.dtype)
+    kv_dtype = o.kv_dtype or ("bfloat16" if o.dtype in QUANTISED else o.dtype)
+    if o.stored_bytes is not None:
+        weights = MemoryPart("weights", o.stored_bytes, "as stored in the checkpoint")
+    else:
+        note = (f"{o.dtype}, a float16 scale per {o.group_size} weights; embeddings, norms "
+                "16-bit") if o.dtype in QUANTISED else o.dtype
+        weights = MemoryPart("weights", weight_bytes(spec, o.dtype, o.group_size), note)
+    kv = kv_cache_bytes(spec, seq_len, o.batch, kv_dtype) if spec.family != "encoder" else 0
+    peak = inference_peak(spec, Workload(o.batch, seq_len, itemsize, o.workers), o.attention)
+    return [weights, MemoryPart("KV cache", kv, f"{kv_dtype}, {seq_len} tokens"),
+            MemoryPart("activations", peak.bytes,
+                       f"largest live set of one forward ({o.attention}): {peak.phase}")]
+
+
+# --- training -------------------------------------------------------------------------------
+
+
+def lora_parameters(spec: Spec, rank: int, targets: tuple[str, ...]) -> tuple[int, int]:
+    """(adapter parameters, adapter tensors): A (d_in, r) and B (r, d_out) per targeted linear
+    matrix of every block, r x (d_in + d_out) values."""
+    unknown = [t for t in targets if t not in LORA_TARGETS]
+    if unknown:
+        raise BadInputError(not_one_of("--lora-targets", unknown[0], tuple(LORA_TARGETS)))
+    paths = tuple(LORA_TARGETS[t] for t in targets)
+    hits = [c for c in components(spec) if _is_block_matrix(c) and c.path.endswith(paths)]
+    if not hits:
+        raise BadInputError(f"--lora-rank: {spec.name} has no linear layers named "
+                            f"{', '.join(targets)} to adapt (--lora-targets)")
+    return (sum(rank * sum(c.shape) * c.repeat for c in hits), sum(2 * c.repeat for c in hits))
+
+
+def parameter_tensors(spec: Spec) -> int:
+    """tfcli's parameter arrays (torch keeps one Adam `step` per parameter tensor)."""
+    return sum(c.repeat for c in components(spec) if c.per_instance)
+
+
+def optimizer_bytes(optimizer: str, params: int, tensors: int) -> int:
+    """Optimizer state for `params` trainable values in `tensors` tensors, as torch keeps it:
+    Adam / AdamW exp_avg and exp_avg_sq (float32) and a float32 step per tensor; SGD one
+    momentum buffer; 8-bit Adam two uint8 states and their float32 absmax per 256 values."""
+    if optimizer in ("adam", "adamw"):
+        return 2 * FLOAT32 * params + STEP_BYTES * tensors
+    if optimizer == "sgd":
+        return FLOAT32 * params
+    blocks = 2 * -(-params // ADAM8_BLOCK)
+    return 2 * params + FLOAT32 * blocks + STEP_BYTES * tensors
+
+
+def _sharded(value: int, ways: int) -> int:
+    return -(-value // ways)
+
+
+def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPart]:
+    it = _compute_itemsize(o.dtype)
+    mixed = it < FLOAT32
+    dp = o.gpus // o.tp
+    base = total_parameters(spec)
+    lora, lora_tensors = lora_parameters(spec, o.lora_rank, o.lora_targets) if o.lora_rank \
+        else (0, 0)
+    trainable = lora or base
+    tensors = o.param_tensors or parameter_tensors(spec)
+    if lora:  # frozen base in its dtype, adapters (and everything about them) in float32
+        weights = weight_bytes(spec, o.dtype, o.group_size) + FLOAT32 * lora
+        grads, master, tensors = FLOAT32 * lora, 0, lora_tensors
+    else:
+        weights, grads = it * base, it * base
+        master = FLOAT32 * base if mixed else 0
+    opt = optimizer_bytes(o.optimizer, trainable, tensors)
+    tp_ways = o.tp
+    shard = {"weights": dp if o.zero >= 3 else 1, "gradients": dp if o.zero >= 2 else 1,
+             "optimizer": dp if o.zero >= 1 else 1}
+    saved = saved_activations(spec, Workload(o.batch, seq_len, it), o.attention, o.recompute)
+    tokens = o.batch * seq_len
+    loss = tokens * spec.vocab_size * (it + FLOAT32) if spec.lm_head else 0
+    parts = [
+        MemoryPart("weights", _sharded(weights, tp_ways * shard["weights"]),
+                   f"{o.dtype}" + (f", frozen base + {lora:,} LoRA parameters (float32)"
+                                   if lora else "")),
+        MemoryPart("gradients", _sharded(grads, tp_ways * shard["gradients"]),
+                   "float32" if lora else o.dtype),
+        MemoryPart("optimizer state", _sharded(opt, tp_ways * shard["optimizer"]),
+                   f"{o.optimizer}, {trainable:,} trainable parameters"),
+        MemoryPart("master weights", _sharded(master, tp_ways * shard["optimizer"]),
+                   "float32 copy for mixed precision" if master else "none: the weights are float32"),
+        MemoryPart("activations", _sharded(saved.total, tp_ways),
+                   f"kept for backward ({o.attention}, recompute {o.recompute})"),
+        MemoryPart("logits and loss", _sharded(loss, tp_ways),
+                   "logits and their float32 gradient" if loss else "no vocabulary head"),
+    ]
+    if o.recompute == "full":
+        parts.append(MemoryPart("recomputed block", _sharded(saved.per_block, tp_ways),
+                                "one block's saved set, rebuilt during backward"))
+    return parts
+
+
+def _notes(spec: Spec, o: MemoryOptions) -> tuple[str, ...]:
+    notes = []
+    if o.train:
+        notes.append(f"per GPU: {o.gpus} GPU(s), tensor parallel {o.tp}, data parallel "
+                     f"{o.gpus // o.tp}, ZeRO stage {o.zero}; --batch is each GPU's micro-batch")
+        if o.tp > 1:
+            notes.append("tensor parallelism shares every weight and activation over --tp "
+                         "(norms and the residual stream are replicated in Megatron: a lower bound)")
+        notes.append("dropout taken as off; each live dropout adds one byte per element")
+    else:
+        notes.append("activations: the largest live set, not a sum of op outputs; buffers "
+                     "freed when the code drops its last reference (docs/memory.md)")
+    return tuple(notes)
+
+
+def build_memory_plan(spec: Spec, options: MemoryOptions) -> MemoryPlan:
+    """The memory breakdown of `spec` at one (batch, seq_len) point."""
+    check_options(spec, options)
+    seq_len = options.resolved_seq_len(spec)
+    if options.train:
+        parts = _training_parts(spec, options, seq_len)
+    else:
+        parts = _inference_parts(spec, options, seq_len)
+    return MemoryPlan(spec.name, "training" if options.train else "inference", options.batch,
+                      seq_len, replace(options, seq_len=seq_len), tuple(parts),
+                      _notes(spec, options))

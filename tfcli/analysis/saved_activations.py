@@ -1,0 +1,132 @@
+"""What autograd keeps for backward in one training forward pass, op by op, as transformers'
+modules run (the bytes torch.autograd.graph.saved_tensors_hooks sees, each storage once).
+
+Derived from what each op saves (torch's derivatives.yaml): a linear saves its input (its
+weight is a parameter); a mul of two activations saves both; softmax and tanh their output;
+native_layer_norm its input, mean and rstd (float32); transformers' RMSNorm upcasts to float32
+and saves that copy, the normed values and rsqrt; sdpa (flash on CPU and CUDA) saves q, k, v,
+its output and the row logsumexp, never the scores; adds, views and scalings save nothing;
+a frozen operand is not needed for a gradient, so nothing is saved for it. Dropout is taken as
+off (p = 0: a live dropout adds a one-byte mask per element).
+
+Recomputation: `none` keeps everything; `selective` (Korthikanti et al. 2022) recomputes the
+attention core, dropping the (B, H, T, S) probabilities; `full` (transformers' gradient
+checkpointing) keeps only each block's input and recomputes the block during backward, so one
+block's saved set is alive again at a time (`recompute_working_set`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tfcli.analysis.activations import GATE_OF, Workload, check_modelled
+from tfcli.errors import BadInputError, not_one_of
+from tfcli.spec import Spec
+
+RECOMPUTE = ("none", "selective", "full")
+FLOAT32 = 4  # softmax probabilities, norm statistics, logsumexp and the loss stay float32
+
+# Hidden-width tensors saved by the MLP's activation, its output included (saved by the next
+# op): silu / gelu their input and output; relu its output only; gelu_tanh as transformers'
+# gelu_new (GPT-2), a Python formula saving x, tanh(u), 0.5 x and 1 + tanh(u), then its output.
+SAVED_BY_ACTIVATION = {"silu": 2, "gelu": 2, "relu": 1, "gelu_tanh": 5}
+
+
+@dataclass(frozen=True)
+class SavedActivations:
+    """Bytes kept for backward, by part (each a whole-model figure)."""
+
+    parts: tuple[tuple[str, int], ...]
+    per_block: int  # one block's saved bytes without recomputation: the full-recompute set
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n in self.parts)
+
+
+def _norm_saved(spec: Spec, work: Workload) -> float:
+    """One norm: layer norm its input and float32 mean / rstd; RMS norm (transformers) its
+    float32 copy of the input, the normed values in the compute dtype and rsqrt."""
+    n, d, it = work.tokens, spec.d_model, work.itemsize
+    if spec.norm == "rmsnorm":
+        return FLOAT32 * n * d + it * n * d + FLOAT32 * n
+    return it * n * d + 2 * FLOAT32 * n
+
+
+def _attention_core(spec: Spec, work: Workload, attention: str) -> tuple[float, float]:
+    """(q/k/v saved, probabilities saved) of one attention, bytes. Eager: q and K/V repeated
+    to every head, as the batched matmuls copy them, and the float32 softmax output (and its
+    cast when computing in 16 bits); sdpa: q, k, v and the logsumexp (its output, already laid
+    out (B, T, H, dh), is the very storage the output projection saves)."""
+    s, n, it, t = spec, work.tokens, work.itemsize, work.seq_len
+    heads = n * s.n_heads * s.head_dim
+    if attention == "eager":
+        probs = work.batch * s.n_heads * t * t * (FLOAT32 + (it if it < FLOAT32 else 0))
+        return 3 * it * heads, probs
+    kv = 2 * n * s.kv_heads * s.head_dim
+    return it * (heads + kv) + FLOAT32 * work.batch * s.n_heads * t, 0
+
+
+def _mlp_saved(spec: Spec, work: Workload) -> float:
+    act = GATE_OF.get(spec.activation, spec.activation)
+    tensors = SAVED_BY_ACTIVATION[act] + (2 if spec.gated else 0)  # gated: up and the product
+    return tensors * work.tokens * spec.d_ff * work.itemsize
+
+
+def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool) -> float:
+    """One block: its norms (input included), the linear inputs (normed inputs), attention,
+    the output projection's input and the MLP."""
+    n, d, it = work.tokens, spec.d_model, work.itemsize
+    norms = 1 if spec.parallel_residual == "one_norm" else 2
+    norms += 2 if spec.norm_placement == "sandwich" else 0
+    heads, probs = _attention_core(spec, work, attention)
+    linear_inputs = (1 if spec.parallel_residual == "one_norm" else 2) * it * n * d
+    o_proj = it * n * spec.n_heads * spec.head_dim
+    return (norms * _norm_saved(spec, work) + linear_inputs + heads
+            + (0 if selective else probs) + o_proj + _mlp_saved(spec, work))
+
+
+def _gpt2_style(spec: Spec) -> bool:
+    """A decoder with learned positions: GPT-2's module layout."""
+    return spec.family == "decoder" and spec.positions == "learned"
+
+
+def _outside_blocks(spec: Spec, work: Workload, recompute: str) -> list[tuple[str, float]]:
+    """Embedding norm, final norm and the head's input, RoPE tables, the loss."""
+    s, n, d, it = spec, work.tokens, spec.d_model, work.itemsize
+    parts: list[tuple[str, float]] = []
+    if s.embedding_norm:
+        parts.append(("embedding norm", _norm_saved(s, work)))
+    final = s.final_norm and s.norm != "none" and s.norm_placement != "post"
+    parts.append(("final norm and head input", (_norm_saved(s, work) if final else 0) + it * n * d))
+    if s.pooler:
+        parts.append(("pooler", it * work.batch * d))
+    if s.positions == "rope" and recompute != "full":  # cos and sin, shared by the blocks
+        parts.append(("RoPE tables", 2 * it * work.seq_len * s.rotary_width))
+    if _gpt2_style(s):  # the position ids (int64)
+        parts.append(("position ids", 8 * work.seq_len))
+    if s.lm_head:  # the loss's float32 log-softmax over (B*T, V)
+        parts.append(("loss log-softmax", FLOAT32 * n * s.vocab_size))
+    return parts
+
+
+def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
+                      recompute: str = "none") -> SavedActivations:
+    """Bytes autograd saves in one forward pass of `work` with `attention` (eager | sdpa)."""
+    check_modelled(spec)
+    if attention not in ("eager", "sdpa"):
+        raise BadInputError(not_one_of("--attention", attention, ("eager", "sdpa")) +
+                            " (training follows transformers' implementations)")
+    if recompute not in RECOMPUTE:
+        raise BadInputError(not_one_of("--recompute", recompute, RECOMPUTE))
+    block = _block_saved(spec, work, attention, recompute == "selective")
+    kept = work.itemsize * work.tokens * spec.d_model if recompute == "full" else block
+    parts = [(f"blocks (× {spec.n_layers})", spec.n_layers * kept)]
+    if recompute == "full" and attention == "eager" and _gpt2_style(spec):
+        # GPT-2's blocks take the (B, 1, T, S) float mask as a tensor argument: the
+        # checkpoint keeps it (measured: tests/parity/test_memory_torch.py)
+        parts.append(("eager mask", FLOAT32 * work.batch * work.seq_len ** 2))
+    parts += _outside_blocks(spec, work, recompute)
+    full_block = _block_saved(spec, work, attention, False)
+    return SavedActivations(tuple((name, int(round(b))) for name, b in parts),
+                            int(round(full_block)))

@@ -1,0 +1,80 @@
+"""`tfcli memory`: will it fit — the memory plan for inference or training, a GPU verdict and
+--fit. A plain function on the shared option types, registered in tfcli/cli.py with `command`."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated
+
+import typer
+
+from tfcli.cli_options import FormatOpt, LayersOpt, SpecArg, load_spec_arg
+from tfcli.render.output import OutputFormat, emit
+
+
+def _choice(name: str, values: tuple[str, ...]) -> type[Enum]:
+    return Enum(name, [(v, v) for v in values], type=str)  # type: ignore[return-value]
+
+
+PlanDtype = _choice("PlanDtype", ("float32", "bfloat16", "float16", "int8", "int4"))
+PlanKvDtype = _choice("PlanKvDtype", ("float32", "float16", "bfloat16", "int8"))
+Attention = _choice("Attention", ("sdpa", "eager", "engine"))
+Optimizer = _choice("Optimizer", ("adamw", "adam", "sgd", "adam8bit"))
+Recompute = _choice("MemoryRecompute", ("none", "selective", "full"))
+
+
+def _targets(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def memory_cmd(
+    spec: SpecArg,
+    batch: Annotated[int, typer.Option(min=1, help="Sequences per forward (training: per GPU).")] = 1,
+    seq_len: Annotated[int | None, typer.Option(min=1, help="Tokens per sequence (default min(max_seq_len, 1024)).")] = None,
+    dtype: Annotated[PlanDtype, typer.Option("--dtype", help="Weights (and compute) dtype; int8 / int4 quantise the blocks' linear weights, computing in bfloat16.")] = PlanDtype.bfloat16,  # type: ignore[attr-defined]
+    kv_dtype: Annotated[PlanKvDtype | None, typer.Option("--kv-dtype", help="KV-cache dtype (default: the compute dtype).")] = None,
+    attention: Annotated[Attention, typer.Option("--attention", help="sdpa (fused / flash), eager (scores materialised) or engine (tfcli's own NumPy engine).")] = Attention.sdpa,  # type: ignore[attr-defined]
+    group_size: Annotated[int, typer.Option(min=1, help="int8 / int4: weights per float16 scale.")] = 128,
+    train: Annotated[bool, typer.Option("--train", help="Training: gradients, optimizer state, master weights, saved activations.")] = False,
+    optimizer: Annotated[Optimizer, typer.Option("--optimizer", help="Training optimizer.")] = Optimizer.adamw,  # type: ignore[attr-defined]
+    recompute: Annotated[Recompute, typer.Option("--recompute", help="Activation recomputation: none, selective (attention core) or full (gradient checkpointing).")] = Recompute.none,  # type: ignore[attr-defined]
+    gpus: Annotated[int, typer.Option("--gpus", min=1, help="Training GPUs (data parallel x --tp).")] = 1,
+    zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage over the data-parallel GPUs: 1 optimizer, 2 + gradients, 3 + weights.")] = 0,
+    tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel GPUs (divides --gpus).")] = 1,
+    lora_rank: Annotated[int | None, typer.Option("--lora-rank", min=1, help="LoRA: frozen base, trainable rank-r adapters.")] = None,
+    lora_targets: Annotated[str, typer.Option("--lora-targets", help="LoRA: the block linears adapted, of q,k,v,o,gate,up,down.")] = "q,v",
+    gpu: Annotated[str | None, typer.Option("--gpu", help="Accelerator (`tfcli gpus`): does it fit, with a reserve for the CUDA context and fragmentation.")] = None,
+    fit: Annotated[bool, typer.Option("--fit", help="With --gpu: the largest batch and the longest seq_len that fit.")] = False,
+    layers: LayersOpt = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """Will it fit: weights, KV cache and peak activations for inference; with --train also
+    gradients, optimizer state, master weights and the activations kept for backward (ZeRO,
+    tensor parallel, LoRA). --gpu gives a verdict, --fit the largest batch and context.
+
+    Example: tfcli memory llama-2-7b --seq-len 4096 --train --recompute full --gpu a100-80gb
+    """
+    from tfcli.analysis.gpus import find_gpu
+    from tfcli.analysis.memory_fit import build_memory_report
+    from tfcli.analysis.memory_plan import MemoryOptions
+    from tfcli.errors import BadInputError
+    from tfcli.render.memory import render_memory
+
+    if fit and gpu is None:
+        raise BadInputError("--fit needs --gpu: the memory to fit into")
+    model_spec = load_spec_arg(spec, layers)
+    options = MemoryOptions(
+        batch=batch, seq_len=seq_len, dtype=dtype.value, attention=attention.value,
+        kv_dtype=kv_dtype.value if kv_dtype is not None else None, group_size=group_size,
+        train=train, optimizer=optimizer.value, recompute=recompute.value, gpus=gpus, zero=zero,
+        tp=tp, lora_rank=lora_rank, lora_targets=_targets(lora_targets),
+        workers=_engine_workers() if attention.value == "engine" else 1)
+    accelerator = find_gpu(gpu) if gpu is not None else None
+    report = build_memory_report(model_spec, options, accelerator, fit)
+    emit(report, fmt, lambda: render_memory(report))
+
+
+def _engine_workers() -> int:
+    from tfcli.engine.parallel import WORKERS  # the engine's thread pool runs this many blocks
+
+    return WORKERS
