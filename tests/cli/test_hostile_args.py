@@ -91,6 +91,7 @@ BASE: dict[str, dict[str, str | None]] = {
                     "--format": "json"},
     "gpus": {},
     "perf": {"": "lesson-tiny", "--gpu": "h100", "--seq-len": "4", "--format": "json"},
+    "memory": {"": "lesson-tiny", "--seq-len": "4", "--format": "json"},
 }
 # Options that replace others of the base when given (the base would make them conflict).
 DISPLACES = {"--text": ("--seq-len",), "--tokens": ("--seq-len",), "--prompt": ("--tokens",),

@@ -104,9 +104,13 @@ def _engine_blocks(spec: Spec, work: Workload) -> float:
     per_block = max(MIN_QUERY_BLOCK, QUERY_BLOCK_BYTES // int(s.n_heads * t * work.itemsize))
     c = min(per_block, max(MIN_QUERY_BLOCK, -(-t // (work.workers * 2))), t)
     causal = s.family == "decoder"
+    n_blocks = -(-t // c)
+    window = min(work.workers, n_blocks)
+    # blocks only grow towards the end (more keys) but the last may be short: the widest
+    # window is among the last window + 1 blocks, so only those are sized
+    first = max(0, n_blocks - window - 1)
     sizes = [min(c, t - q0) * ((min(t, q0 + c) if causal else t) + 2 * s.head_dim)
-             for q0 in range(0, t, c)]
-    window = min(work.workers, len(sizes))
+             for q0 in range(first * c, t, c)]
     widest = max(sum(sizes[i:i + window]) for i in range(len(sizes) - window + 1))
     return work.batch * s.n_heads * widest
 

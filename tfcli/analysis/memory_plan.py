@@ -32,6 +32,7 @@ STEP_BYTES = 4  # torch Adam/AdamW: a float32 `step` tensor per parameter tensor
 # bitsandbytes' 8-bit Adam (Optimizer8bit, blockwise): two uint8 states and a float32 absmax per
 # block of 256 values each; tensors under 4096 elements keep float32 states.
 ADAM8_BLOCK, ADAM8_MIN_SIZE = 256, 4096
+MAX_SIZE = 1 << 40  # batch, seq_len, GPUs: past any real run, and the search bounds stay small
 LORA_TARGETS = {"q": "attn.wq", "k": "attn.wk", "v": "attn.wv", "o": "attn.wo",
                 "gate": "ffn.w_gate", "up": "ffn.w_up", "down": "ffn.w_down"}
 
@@ -112,6 +113,9 @@ def check_options(spec: Spec, o: MemoryOptions) -> None:
         raise BadInputError(not_one_of("--recompute", o.recompute, RECOMPUTE))
     if min(o.batch, o.gpus, o.tp, o.group_size, o.workers) < 1 or (o.seq_len or 1) < 1:
         raise BadInputError("--batch, --seq-len, --gpus, --tp and --group-size must be at least 1")
+    if max(o.batch, o.seq_len or 1, o.gpus, o.lora_rank or 1, o.group_size) > MAX_SIZE:
+        raise BadInputError(f"--batch, --seq-len, --gpus, --lora-rank and --group-size must be "
+                            f"at most {MAX_SIZE:,}")
     if o.gpus % o.tp:
         raise BadInputError(f"--gpus {o.gpus} is not a multiple of --tp {o.tp}")
     if o.zero not in (0, 1, 2, 3):
