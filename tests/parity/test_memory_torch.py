@@ -6,6 +6,7 @@ gradient checkpointing, and the optimizer / gradient figures to the byte."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 
@@ -86,6 +87,21 @@ def test_saved_activations(family: tuple[str, tf.PreTrainedModel, Spec], attenti
             assert abs(got - want) <= 0.10 * want, (batch, seq_len, got, want)
     finally:
         model.activation_checkpointing_disable()
+
+
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_saved_activations_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Spec],
+                                       attention: str) -> None:
+    """Mixed precision's activations: 2-byte tensors, but RMSNorm's float32 copies, the float32
+    statistics, and (RoPE families, eager) the float32 softmax beside its cast."""
+    name, model, spec = family
+    half = copy.deepcopy(model).to(torch.bfloat16)
+    half.set_attn_implementation(attention)
+    half.train()
+    ids = _ids(2, 64)
+    want = saved_bytes(half, _training_run(name, half, ids), ids)
+    got = saved_activations(spec, Workload(2, 64, 2), attention).total
+    assert abs(got - want) <= 0.10 * want, (got, want)
 
 
 def _state_bytes(optimizer: torch.optim.Optimizer) -> int:

@@ -55,13 +55,15 @@ def _norm_saved(spec: Spec, work: Workload) -> float:
 
 def _attention_core(spec: Spec, work: Workload, attention: str) -> tuple[float, float]:
     """(q/k/v saved, probabilities saved) of one attention, bytes. Eager: q and K/V repeated
-    to every head, as the batched matmuls copy them, and the float32 softmax output (and its
-    cast when computing in 16 bits); sdpa: q, k, v and the logsumexp (its output, already laid
+    to every head, as the batched matmuls copy them, and the softmax output; sdpa: q, k, v and the logsumexp (its output, already laid
     out (B, T, H, dh), is the very storage the output projection saves)."""
     s, n, it, t = spec, work.tokens, work.itemsize, work.seq_len
     heads = n * s.n_heads * s.head_dim
     if attention == "eager":
-        probs = work.batch * s.n_heads * t * t * (FLOAT32 + (it if it < FLOAT32 else 0))
+        # RoPE families (Llama's eager_attention_forward) take the softmax in float32 and cast
+        # it back, both saved; GPT-2 and BERT take it in the compute dtype
+        upcast = s.positions == "rope" and it < FLOAT32
+        probs = work.batch * s.n_heads * t * t * ((FLOAT32 + it) if upcast else it)
         return 3 * it * heads, probs
     kv = 2 * n * s.kv_heads * s.head_dim
     return it * (heads + kv) + FLOAT32 * work.batch * s.n_heads * t, 0
@@ -125,7 +127,7 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
     if recompute == "full" and attention == "eager" and _gpt2_style(spec):
         # GPT-2's blocks take the (B, 1, T, S) float mask as a tensor argument: the
         # checkpoint keeps it (measured: tests/parity/test_memory_torch.py)
-        parts.append(("eager mask", FLOAT32 * work.batch * work.seq_len ** 2))
+        parts.append(("eager mask", work.itemsize * work.batch * work.seq_len ** 2))
     parts += _outside_blocks(spec, work, recompute)
     full_block = _block_saved(spec, work, attention, False)
     return SavedActivations(tuple((name, int(round(b))) for name, b in parts),
