@@ -63,6 +63,13 @@ VARIANTS: dict[str, dict[str, object]] = {
                  "activation": "geglu_tanh", "bias": False, "n_kv_heads": 2},
     "vaswani": {"family": "encoder-decoder", "positions": "sinusoidal", "norm_placement": "post",
                 "activation": "relu", "tie_embeddings": False},
+    # ModernBERT-like: a pre-norm encoder whose block 0 reads the embedding norm, LayerNorms
+    # without bias, RoPE with a local base, a bidirectional window on the local layer, GeGLU,
+    # hidden states alone (its heads: tests/parity/test_modernbert_parity.py)
+    "modernbert": {"family": "encoder", "embedding_norm": True, "first_attn_norm": False,
+                   "norm": "layernorm_nobias", "positions": "rope", "activation": "geglu",
+                   "bias": False, "sliding_window": 3, "layer_pattern": ["global", "local"],
+                   "rope_local_theta": 100.0, "lm_head": False},
     "gemma_hybrid": {"norm": "rmsnorm", "norm_unit_offset": True, "positions": "rope",
                      "activation": "geglu_tanh", "bias": False, "n_kv_heads": 2,
                      "scale_embeddings": True, "attn_logit_softcap": 2.0,

@@ -159,7 +159,8 @@ def _expected_block(spec, stack, i, b, t, s_cross=None):
     rows = []
 
     def attn(path, s):
-        rows.extend([(path, "norm", (b, t, d))] if pre else [])
+        unnormed = i == 0 and not spec.first_attn_norm and path.endswith(".attn")  # ModernBERT
+        rows.extend([(path, "norm", (b, t, d))] if pre and not unnormed else [])
         if spec.latent_attention and not path.endswith("cross_attn"):
             rows.extend(_expected_latent(spec, path, b, t))
         else:
