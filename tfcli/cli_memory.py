@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 
 from tfcli.cli_options import FormatOpt, LayersOpt, SpecArg, load_spec_arg
+from tfcli.cli_sweep import SweepPlotOpt, check_plot, emit_sweep
+from tfcli.cli_sweep import axes as sweep_axes
 from tfcli.render.output import OutputFormat, emit
 
 
@@ -29,8 +31,8 @@ def _targets(text: str) -> tuple[str, ...]:
 
 def memory_cmd(
     spec: SpecArg,
-    batch: Annotated[int, typer.Option(min=1, help="Sequences per forward (training: per GPU).")] = 1,
-    seq_len: Annotated[int | None, typer.Option(min=1, help="Tokens per sequence (default min(max_seq_len, 1024)).")] = None,
+    batch: Annotated[str, typer.Option("--batch", metavar="N[,N...]", help="Sequences per forward (training: per GPU); a comma list (1,8,32) sweeps.")] = "1",
+    seq_len: Annotated[str | None, typer.Option("--seq-len", metavar="N[,N...]", help="Tokens per sequence (default min(max_seq_len, 1024)); a comma list (1024,8192) sweeps.")] = None,
     dtype: Annotated[PlanDtype, typer.Option("--dtype", help="Weights (and compute) dtype; int8 / int4 quantise the blocks' linear weights, computing in bfloat16.")] = PlanDtype.bfloat16,  # type: ignore[attr-defined]
     kv_dtype: Annotated[PlanKvDtype | None, typer.Option("--kv-dtype", help="KV-cache dtype (default: the compute dtype).")] = None,
     attention: Annotated[Attention, typer.Option("--attention", help="sdpa (fused / flash), eager (scores materialised) or engine (tfcli's own NumPy engine).")] = Attention.sdpa,  # type: ignore[attr-defined]
@@ -46,11 +48,13 @@ def memory_cmd(
     gpu: Annotated[str | None, typer.Option("--gpu", help="Accelerator (`tfcli gpus`): does it fit, with a reserve for the CUDA context and fragmentation.")] = None,
     fit: Annotated[bool, typer.Option("--fit", help="With --gpu: the largest batch and the longest seq_len that fit.")] = False,
     layers: LayersOpt = None,
+    plot: SweepPlotOpt = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Will it fit: weights, KV cache and peak activations for inference; with --train also
     gradients, optimizer state, master weights and the activations kept for backward (ZeRO,
-    tensor parallel, LoRA). --gpu gives a verdict, --fit the largest batch and context.
+    tensor parallel, LoRA). --gpu gives a verdict, --fit the largest batch and context. Comma
+    lists in --batch and --seq-len sweep: one row per point, a chart, --plot FILE.png.
 
     Example: tfcli memory llama-2-7b --seq-len 4096 --train --recompute full --gpu a100-80gb
     """
@@ -63,13 +67,24 @@ def memory_cmd(
     if fit and gpu is None:
         raise BadInputError("--fit needs --gpu: the memory to fit into")
     model_spec = load_spec_arg(spec, layers)
+    points = sweep_axes(batch, seq_len, MemoryOptions().resolved_seq_len(model_spec))
+    if fit and points.is_sweep:
+        raise BadInputError("--fit searches the batch and seq_len itself: give --batch and "
+                            "--seq-len one value each")
+    check_plot(plot, points.is_sweep)
     options = MemoryOptions(
-        batch=batch, seq_len=seq_len, dtype=dtype.value, attention=attention.value,
+        batch=points.batches[0], seq_len=None if seq_len is None else points.seq_lens[0],
+        dtype=dtype.value, attention=attention.value,
         kv_dtype=kv_dtype.value if kv_dtype is not None else None, group_size=group_size,
         train=train, optimizer=optimizer.value, recompute=recompute.value, gpus=gpus, zero=zero,
         tp=tp, lora_rank=lora_rank, lora_targets=_targets(lora_targets),
         workers=_engine_workers() if attention.value == "engine" else 1)
     accelerator = find_gpu(gpu) if gpu is not None else None
+    if points.is_sweep:
+        from tfcli.analysis.sweep import memory_sweep
+
+        emit_sweep(memory_sweep(model_spec, options, points, accelerator), fmt, plot)
+        return
     report = build_memory_report(model_spec, options, accelerator, fit)
     emit(report, fmt, lambda: render_memory(report))
 

@@ -62,3 +62,14 @@ def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], says: str) -> N
     code, out, err = run_in_memory(*args)
     assert code == 2 and out == "" and says in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("side", ["A", "B"])
+def test_a_hostile_spec_on_either_side_is_one_line(side: str, tmp_path, monkeypatch) -> None:
+    from tests.cli.test_hostile_args import BAD, SPEC_VALUES, _spec_fixtures, check, invoke
+
+    monkeypatch.chdir(tmp_path)
+    _spec_fixtures(tmp_path)
+    for value in SPEC_VALUES:
+        pair = (value, "gpt2") if side == "A" else ("gpt2", value)
+        assert check(invoke("diff", *pair), BAD).stdout == ""

@@ -92,6 +92,7 @@ BASE: dict[str, dict[str, str | None]] = {
     "gpus": {},
     "perf": {"": "lesson-tiny", "--gpu": "h100", "--seq-len": "4", "--format": "json"},
     "memory": {"": "lesson-tiny", "--seq-len": "4", "--format": "json"},
+    "diff": {"": "lesson-tiny gpt2", "--seq-len": "4", "--format": "json"},  # two arguments
 }
 # Options that replace others of the base when given (the base would make them conflict).
 DISPLACES = {"--text": ("--seq-len",), "--tokens": ("--seq-len",), "--prompt": ("--tokens",),
@@ -114,7 +115,7 @@ def _annotation(option: typer.core.TyperOption) -> type:
 def base_args(command: str, without: str = "", spec_sweep: bool = False) -> list[str]:
     base = SPEC_SWEEP if spec_sweep else BASE[command]
     drop = {without, *DISPLACES.get(without, ())}
-    args: list[str] = [base[""]] if "" in base else []
+    args: list[str] = base[""].split(" ") if "" in base else []
     for option, value in base.items():
         if option and option not in drop:
             args += [option] if value is None else [option, value]
@@ -164,7 +165,7 @@ def _values(option: typer.core.TyperOption) -> list[tuple[str | None, tuple[int,
     flag, kind = option.opts[0], _annotation(option)
     if option.is_flag:
         return [(None, (OK, BAD))]
-    if flag in ("--tokens", "--depths"):
+    if flag in ("--tokens", "--depths") or option.metavar == "N[,N...]":  # a list; sweeps
         return [(v, (BAD,)) for v in LIST_REFUSED] + [(v, (OK, BAD)) for v in LIST_EDGES]
     if kind is int:
         return [(v, (BAD,)) for v in INT_REFUSED] + [(v, (OK, BAD)) for v in INT_EDGES]

@@ -77,3 +77,46 @@ def test_a_bad_sweep_is_one_line_and_exit_2(args: tuple[str, ...], says: str) ->
     code, out, err = run_in_memory(*PERF, *args)
     assert code == 2 and out == "" and says in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+MEMORY = ("memory", "gpt2")
+
+
+def test_a_memory_sweep_row_is_memory_at_that_point() -> None:
+    sweep = _json(*MEMORY, "--batch", "1,4", "--seq-len", "128,512", "--gpu", "h100")
+    assert [f["key"] for f in sweep["figures"]] == [
+        "total_bytes", "weights_bytes", "kv_cache_bytes", "activations_bytes", "fits", "headroom_bytes"]
+    for point in sweep["points"]:
+        alone = _json(*MEMORY, "--batch", str(point["batch"]), "--seq-len", str(point["seq_len"]),
+                      "--gpu", "h100")
+        assert point["total_bytes"] == alone["total_bytes"] and point["result"] == alone
+        parts = {p["name"]: p["bytes"] for p in alone["parts"]}
+        assert point["kv_cache_bytes"] == parts["KV cache"]
+        assert point["fits"] == alone["gpu"]["fits"] == (point["headroom_bytes"] >= 0)
+        assert point["headroom_bytes"] == alone["gpu"]["usable_bytes"] - alone["total_bytes"]
+
+
+def test_the_kv_cache_grows_exactly_with_batch_and_seq_len() -> None:
+    sweep = _json(*MEMORY, "--batch", "1,4", "--seq-len", "128,512")
+    kv = {(p["batch"], p["seq_len"]): p["kv_cache_bytes"] for p in sweep["points"]}
+    assert kv[(4, 512)] == 4 * kv[(1, 512)] == 16 * kv[(1, 128)]
+    assert kv[(1, 128)] == 128 * 2 * 12 * 768 * 2  # K and V, 12 layers, d_model 768, bfloat16
+
+
+def test_a_training_sweep_shows_the_training_parts() -> None:
+    sweep = _json(*MEMORY, "--train", "--seq-len", "64,128")
+    keys = [f["key"] for f in sweep["figures"]]
+    assert "optimizer_bytes" in keys and "kv_cache_bytes" not in keys
+    assert len({p["optimizer_bytes"] for p in sweep["points"]}) == 1  # the state has no seq_len
+
+
+def test_fit_and_a_sweep_are_refused_together() -> None:
+    code, out, err = run_in_memory(*MEMORY, "--batch", "1,2", "--gpu", "h100", "--fit")
+    assert code == 2 and out == "" and "--fit searches the batch and seq_len itself" in err
+
+
+def test_a_memory_sweep_plots(tmp_path: Path) -> None:
+    target = tmp_path / "memory.png"
+    code, out, err = run_in_memory(*MEMORY, "--batch", "1,8", "--plot", str(target))
+    assert code == 0, err
+    assert "total vs batch" in out and target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -142,9 +142,12 @@ def _figure_value(figure: Figure[R], result: R) -> Number | None:
 
 def run_sweep(command: str, spec_name: str, axes: SweepAxes, build: Callable[[SweepPoint], R],
               figures: Sequence[Figure[R]], *, about: Callable[[R], str] | None = None,
+              notes_of: Callable[[R], Sequence[str]] | None = None,
               progress: Callable[[int, int], None] | None = None) -> SweepResult[R]:
     """`build` at every point of `axes`, in order; each result's figures read once. The notes
-    are the results' own (`notes`), each once; `about` reads the title's context off the first."""
+    are the results' own (`notes_of`, else their `notes`), each once; `about` reads the
+    title's context off the first result."""
+    notes_of = notes_of or (lambda r: getattr(r, "notes", None) or ())
     pairs: list[tuple[SweepPoint, R]] = []
     points = axes.points
     for done, point in enumerate(points):
@@ -152,7 +155,7 @@ def run_sweep(command: str, spec_name: str, axes: SweepAxes, build: Callable[[Sw
         if progress is not None:
             progress(done + 1, len(points))
     values = tuple(tuple(_figure_value(f, r) for f in figures) for _, r in pairs)
-    notes = dict.fromkeys(str(n) for _, r in pairs for n in (getattr(r, "notes", None) or ()))
+    notes = dict.fromkeys(str(n) for _, r in pairs for n in notes_of(r))
     context = about(pairs[0][1]) if about is not None and pairs else ""
     return SweepResult(command, spec_name, axes, tuple(figures), tuple(pairs), values,
                        tuple(notes), context)
@@ -213,3 +216,44 @@ def perf_sweep(spec: Any, options: Any, axes: SweepAxes,
         lambda p: build_perf_estimate(spec, replace(options, batch=p.batch, seq_len=p.seq_len)),
         perf_figures(options.train), progress=progress,
         about=lambda e: f"on {e.accelerator.name}, {e.dtype} (KV {e.kv_dtype}), MFU {e.mfu:g}")
+
+
+# --- tfcli memory -----------------------------------------------------------------------------
+
+
+def memory_figures(train: bool, with_gpu: bool) -> tuple[Figure[Any], ...]:
+    """A MemoryReport's parts (tfcli.analysis.memory_fit / memory_plan) and, with --gpu, the
+    verdict and what is left over (negative: short by that much)."""
+    def part(name: str) -> Callable[[Any], Number]:
+        return lambda r: r.plan.part(name)
+
+    figures: list[Figure[Any]] = [Figure("total_bytes", "total", "bytes", lambda r: r.plan.total),
+                                  Figure("weights_bytes", "weights", "bytes", part("weights"))]
+    if train:
+        figures += [Figure("gradients_bytes", "gradients", "bytes", part("gradients")),
+                    Figure("optimizer_bytes", "optimizer state", "bytes", part("optimizer state"))]
+    else:
+        figures.append(Figure("kv_cache_bytes", "KV cache", "bytes", part("KV cache")))
+    figures.append(Figure("activations_bytes", "activations", "bytes", part("activations")))
+    if with_gpu:
+        figures += [Figure("fits", "fits", "yes/no", lambda r: r.fit.fits),
+                    Figure("headroom_bytes", "headroom", "bytes",
+                           lambda r: r.fit.usable_bytes - r.fit.need_bytes)]
+    return tuple(figures)
+
+
+def memory_sweep(spec: Any, options: Any, axes: SweepAxes, gpu: Any = None) -> SweepResult[Any]:
+    """build_memory_report at every point (with `gpu`: its verdict there), the rest as given."""
+    from dataclasses import replace
+
+    from tfcli.analysis.memory_fit import build_memory_report
+
+    def about(report: Any) -> str:
+        where = f" on {report.fit.gpu}" if report.fit is not None else ""
+        return f"{report.plan.mode}, {report.plan.options.dtype}{where}"
+
+    return run_sweep(
+        "memory", spec.name, axes,
+        lambda p: build_memory_report(spec, replace(options, batch=p.batch, seq_len=p.seq_len), gpu),
+        memory_figures(options.train, gpu is not None), about=about,
+        notes_of=lambda r: r.plan.notes)

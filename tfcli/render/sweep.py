@@ -44,6 +44,8 @@ def format_value(value: float | None, unit: str) -> str:
         return human_flops(value)
     if unit == "s":
         return _seconds(value)
+    if unit == "yes/no":
+        return "yes" if value else "no"
     if unit == "token/s":
         return f"{value:,.1f}"
     return f"{value:,}" if isinstance(value, int) else f"{value:,.4g}"
