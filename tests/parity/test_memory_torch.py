@@ -1,5 +1,5 @@
 """tfcli memory against what torch really holds, on small random transformers models of the
-GPT-2, Llama and BERT families: the inference peak (live tensor storages, tracked op by op:
+GPT-2, Llama (GQA), Gemma (MQA, gated tanh GELU), Qwen2 and BERT families: the inference peak (live tensor storages, tracked op by op:
 torch CPU has no allocator statistics) within 15%, the bytes autograd saves for backward
 (saved_tensors_hooks, each storage once) within 10% for eager and sdpa attention and with
 gradient checkpointing, and the optimizer / gradient figures to the byte."""
@@ -27,6 +27,12 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
         n_embd=64, n_head=4, n_layer=2, vocab_size=VOCAB, n_positions=512, resid_pdrop=0.0,
         embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)),
     "llama": lambda: tf.LlamaForCausalLM(tf.LlamaConfig(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+        intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=512)),
+    "gemma": lambda: tf.GemmaForCausalLM(tf.GemmaConfig(  # MQA, gated gelu_pytorch_tanh
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=1, num_hidden_layers=2,
+        intermediate_size=128, vocab_size=VOCAB, head_dim=16, max_position_embeddings=512)),
+    "qwen2": lambda: tf.Qwen2ForCausalLM(tf.Qwen2Config(  # Q/K/V biases
         hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
         intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=512)),
     "bert": lambda: tf.BertModel(tf.BertConfig(

@@ -42,6 +42,7 @@ ENGINE_ACTIVATION_SLICES = {"relu": 2.0, "gelu_tanh": 2.0, "silu": 3.0, "gelu": 
 # formula: x, x^3, 0.044715 x^3 ... four at once; F.gelu / relu: input and output; gated:
 # act(gate), up and their product.
 HF_ACTIVATION_TENSORS = {"relu": 2.0, "gelu": 2.0, "gelu_tanh": 4.0, "silu": 2.0}
+HF_GATE_TENSORS = {"relu": 2.0, "gelu": 2.0, "gelu_tanh": 2.0, "silu": 2.0}  # Gemma: F.gelu
 GATE_OF = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}
 
 
@@ -197,7 +198,8 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool) -> list[tuple[str, float
     probs = work.batch * s.n_heads * t * t if eager else 0
     repeat = 2 * n * s.n_heads * s.head_dim if eager and s.kv_heads < s.n_heads else 0
     core = 2 * probs if eager else n * s.n_heads * s.head_dim  # eager: scores and softmax
-    mlp = n * s.d_ff * (HF_ACTIVATION_TENSORS[_activation(s)] + (1 if s.gated else 0))
+    table = HF_GATE_TENSORS if s.gated else HF_ACTIVATION_TENSORS
+    mlp = n * s.d_ff * (table[_activation(s)] + (1 if s.gated else 0))
     phases = [
         ("attention scores", held + x_in + h + _qkv(s, n) + repeat + core),
         ("attention output", held + x_in + h + _qkv(s, n) + probs + 2 * n * d),

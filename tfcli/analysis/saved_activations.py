@@ -27,9 +27,11 @@ RECOMPUTE = ("none", "selective", "full")
 FLOAT32 = 4  # softmax probabilities, norm statistics, logsumexp and the loss stay float32
 
 # Hidden-width tensors saved by the MLP's activation, its output included (saved by the next
-# op): silu / gelu their input and output; relu its output only; gelu_tanh as transformers'
-# gelu_new (GPT-2), a Python formula saving x, tanh(u), 0.5 x and 1 + tanh(u), then its output.
+# op): silu / gelu their input and output; relu its output only; a plain gelu_tanh MLP as
+# transformers' gelu_new (GPT-2, GPT-J, Phi-2), a Python formula saving x, tanh(u), 0.5 x and
+# 1 + tanh(u), then its output; a gated one (Gemma's gelu_pytorch_tanh) F.gelu's two.
 SAVED_BY_ACTIVATION = {"silu": 2, "gelu": 2, "relu": 1, "gelu_tanh": 5}
+SAVED_BY_GATE = {"silu": 2, "gelu": 2, "relu": 1, "gelu_tanh": 2}
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,8 @@ def _attention_core(spec: Spec, work: Workload, attention: str) -> tuple[float, 
 
 def _mlp_saved(spec: Spec, work: Workload) -> float:
     act = GATE_OF.get(spec.activation, spec.activation)
-    tensors = SAVED_BY_ACTIVATION[act] + (2 if spec.gated else 0)  # gated: up and the product
+    table = SAVED_BY_GATE if spec.gated else SAVED_BY_ACTIVATION
+    tensors = table[act] + (2 if spec.gated else 0)  # gated: the up projection and the product
     return tensors * work.tokens * spec.d_ff * work.itemsize
 
 
