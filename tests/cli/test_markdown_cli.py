@@ -13,7 +13,6 @@ from tests.render.markdown_tables import parse_csv, parse_markdown
 CASES: dict[str, tuple[str, ...]] = {
     "params": ("params", "gpt2"),
     "diff": ("diff", "llama-2-7b", "mistral-7b"),
-    "perf": ("perf", "lesson-tiny", "--gpu", "h100"),
     "validate": ("validate", "lesson-tiny", "gpt2"),
     "run": ("run", "lesson-tiny", "--seq-len", "4"),
     "generate": ("generate", "lesson-tiny", "--tokens", "1,2", "--max-new-tokens", "3"),

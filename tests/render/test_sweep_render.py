@@ -44,7 +44,10 @@ def test_units_are_the_tables_own() -> None:
     assert format_value(2.5e9, "FLOP") == "2.50 GFLOP"
     assert [format_value(v, "s") for v in (2.0, 0.0123, 4e-6, 2.76e-7)] == [
         "2 s", "12.3 ms", "4 µs", "276 ns"]
-    assert format_value(None, "s") == "—" and format_value(1234.56, "token/s") == "1,234.6"
+    assert format_value(None, "s") == "—" and format_value(1234.56, "token/s") == "1,235"
+    assert [format_value(v, u) for v, u in ((True, "yes/no"), (0, "yes/no"), (7200.0, "s"),
+                                            (-2048, "B"), (12345, ""), (0.5, ""))] == [
+        "yes", "no", "2 h", "-2.00 KiB", "12,345", "0.5"]
 
 
 def test_each_series_has_its_own_glyph_without_colour(grid) -> None:

@@ -8,19 +8,15 @@ from rich.text import Text
 from tfcli.analysis.diff import ONLY_A, ONLY_B, DiffRow, SpecDiff
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
-from tfcli.render.units import human_bytes, human_flops
+from tfcli.render.units import human
 
 MISSING = "—"
 SECTION_STYLE = "bold cyan"
 
 
 def _amount(value: float, unit: str) -> str:
-    """A figure in its unit's form: bytes binary (GiB), FLOPs decimal, counts with commas."""
-    if unit == "bytes":
-        return human_bytes(value)
-    if unit == "FLOP":
-        return human_flops(value)
-    return f"{value:,}"
+    """A figure in its unit's form (parameters: a count with commas)."""
+    return human(value, "" if unit == "parameters" else unit)
 
 
 def _signed(value: float, unit: str) -> str:

@@ -8,23 +8,10 @@ from tfcli.analysis.perf import Decode, PerfEstimate, Prefill, Training
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, human_flops
+from tfcli.render.units import human_rate as _rate  # shared with the sweep table
+from tfcli.render.units import human_seconds as _seconds
 
 Row = tuple[str, str, str]  # figure, value, how
-
-
-def _seconds(s: float) -> str:
-    """0.00042 -> '420 µs', 1.5 -> '1.50 s', 7200 -> '2.00 h'."""
-    for unit, scale in (("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if s >= scale * (10 if unit == "min" else 1):
-            return f"{_rate(s / scale, 3)} {unit}"
-    return f"{_rate(s / 1e-9, 3)} ns"
-
-
-def _rate(r: float, digits: int = 1) -> str:
-    """Three significant digits below 1,000 (or one decimal), whole numbers with commas above."""
-    if r >= 1000:
-        return f"{r:,.0f}"
-    return f"{r:.{digits}g}" if digits > 1 else f"{r:,.1f}"
 
 
 def _prefill_rows(e: PerfEstimate, p: Prefill) -> list[Row]:

@@ -19,13 +19,14 @@ from typing import Any
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from tfcli.analysis.sweep import Figure, SweepResult
+from tfcli.analysis.sweep import SweepResult
 from tfcli.errors import BadInputError
 from tfcli.files import write_atomically
+from tfcli.render.chart import LineChart, chart_text
 from tfcli.render.depth import PLOT_NEEDS_MATPLOTLIB, check_png_possible
 from tfcli.render.safe import for_matplotlib, plain
 from tfcli.render.tables import FitTable
-from tfcli.render.units import human_bytes, human_flops
+from tfcli.render.units import human
 
 __all__ = ["check_png_possible", "render_sweep", "sweep_chart", "write_sweep_png"]
 
@@ -35,27 +36,8 @@ Y_TICKS = 5
 
 
 def format_value(value: float | None, unit: str) -> str:
-    """A figure as the tables show it: bytes binary, FLOPs decimal, seconds scaled."""
-    if value is None:
-        return MISSING
-    if unit in ("bytes", "B"):
-        return human_bytes(value)
-    if unit == "FLOP":
-        return human_flops(value)
-    if unit == "s":
-        return _seconds(value)
-    if unit == "yes/no":
-        return "yes" if value else "no"
-    if unit == "token/s":
-        return f"{value:,.1f}"
-    return f"{value:,}" if isinstance(value, int) else f"{value:,.4g}"
-
-
-def _seconds(value: float) -> str:
-    for scale, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")):
-        if abs(value) >= scale or name == "ns":
-            return f"{value / scale:.3g} {name}"
-    return f"{value:.3g} s"  # unreachable: ns takes the rest
+    """A figure as the tables show it (tfcli/render/units.py human); None as a dash."""
+    return MISSING if value is None else human(value, unit)
 
 
 def sweep_table(result: SweepResult[Any]) -> FitTable:
@@ -162,52 +144,13 @@ class _FittedChart:
 
 def sweep_chart(layout: ChartLayout, width: int = 80, height: int = 18,
                 colorless: bool = False) -> str:
-    """The chart as text (plotext, imported only here), its legend line under it."""
-    import plotext
-
-    x_ticks = _x_ticks(layout)
+    """The chart as text (tfcli/render/chart.py), its legend line under it."""
     y_positions, y_labels, y_limits = _y_ticks(layout)
     lines = [([math.log2(x) for x in xs], [math.log10(y) for y in ys], marker)
              for (_, xs, ys), marker in zip(layout.lines, _markers(layout))]
-    if hasattr(plotext, "build"):  # plotext 5: module-level functions; build() gives the str
-        plt: Any = plotext
-        plt.clear_figure()
-        plt.theme("pro")
-        plt.plotsize(width, height)
-        for xs, ys, marker in lines:
-            plt.plot(xs, ys, marker=marker)
-        plt.xticks(*x_ticks)
-        plt.yticks(y_positions, y_labels)
-        plt.ylim(*y_limits)
-        plt.title(layout.title)
-        plt.xlabel(layout.x_label)
-        text = str(plt.build())
-        plt.clear_figure()
-        text = str(plt.uncolorize(text)) if colorless else text
-    else:
-        text = _plotext6(plotext.figure, layout, lines, (x_ticks, (y_positions, y_labels), y_limits),
-                         width, height, colorless)
-    lines_out = [line.rstrip() for line in text.splitlines()]  # plotext pads every line
-    return "\n".join(lines_out) + "\n" + legend(layout)
-
-
-def _plotext6(fig: Any, layout: ChartLayout, lines: list[tuple[list[float], list[float], str]],
-              rulers: tuple[Any, Any, tuple[float, float]], width: int, height: int,
-              colorless: bool) -> str:
-    x_ticks, y_ticks, y_limits = rulers
-    fig.clear()
-    fig.theme("simple")  # no canvas colour: readable on dark and light terminals alike
-    fig.plot_size(width, height)
-    for xs, ys, marker in lines:
-        fig.draw(fig.signal(xs, ys, marker=marker).lines())
-    fig.ruler("x").ticks(*x_ticks)
-    fig.ruler("y").ticks(*y_ticks)
-    fig.ruler("y").lim(*y_limits)
-    fig.title(layout.title)
-    fig.label(layout.x_label, "x")
-    text = str(fig.build().string(colorless=colorless))
-    fig.clear()
-    return text
+    chart = LineChart(layout.title, layout.x_label, lines, _x_ticks(layout),
+                      (y_positions, y_labels), y_limits)
+    return chart_text(chart, width, height, colorless) + "\n" + legend(layout)
 
 
 # --- PNG ---------------------------------------------------------------------------------------

@@ -35,3 +35,34 @@ def human_flops(n: float) -> str:
 
 def percent(fraction: float) -> str:
     return f"{100 * fraction:.1f}%"
+
+
+def human_rate(r: float, digits: int = 1) -> str:
+    """Three significant digits below 1,000 (or one decimal), whole numbers with commas above."""
+    if r >= 1000:
+        return f"{r:,.0f}"
+    return f"{r:.{digits}g}" if digits > 1 else f"{r:,.1f}"
+
+
+def human_seconds(s: float) -> str:
+    """0.00042 -> '420 µs', 1.5 -> '1.5 s', 7200 -> '2 h'."""
+    for unit, scale in (("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= scale * (10 if unit == "min" else 1):
+            return f"{human_rate(s / scale, 3)} {unit}"
+    return f"{human_rate(s / 1e-9, 3)} ns"
+
+
+def human(value: float, unit: str) -> str:
+    """A figure in its unit's form (the units result objects name: "bytes" or "B", "FLOP",
+    "s", "token/s", "yes/no", "" for a plain count): bytes binary, FLOPs decimal, time scaled."""
+    if unit in ("bytes", "B"):
+        return human_bytes(value)
+    if unit == "FLOP":
+        return human_flops(value)
+    if unit == "s":
+        return human_seconds(value)
+    if unit == "token/s":
+        return human_rate(value)
+    if unit == "yes/no":
+        return "yes" if value else "no"
+    return f"{value:,}" if isinstance(value, int) else f"{value:,.4g}"
