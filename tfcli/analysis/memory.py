@@ -225,9 +225,25 @@ def forward_activation_bytes(spec: Spec, batch: int, length: int, keys: int,
     return itemsize * (tokens * per_token + scores + bias)
 
 
+def _engine_peak(spec: Spec, batch: int, length: int, itemsize: int) -> int | None:
+    """The engine's largest live set outside the logits (tfcli.analysis.activations, checked
+    against tracemalloc within 10%), or None for the variants it does not model: the logits
+    are their own part here, so the logits phase counts without them."""
+    from tfcli.analysis.activations import Workload as Forward, inference_peak
+
+    try:
+        peak = inference_peak(spec, Forward(batch, length, itemsize, _workers()), "engine")
+    except BadInputError:
+        return None
+    logits = batch * length * spec.vocab_size * itemsize if spec.lm_head else 0
+    return max(b - (logits if name == "logits" else 0) for name, b in peak.phases)
+
+
 def _activations(spec: Spec, batch: int, src: int, tgt: int, itemsize: int) -> int:
     if spec.family != "encoder-decoder":
-        return forward_activation_bytes(spec, batch, src, src, itemsize)
+        measured = _engine_peak(spec, batch, src, itemsize)
+        return measured if measured is not None else \
+            forward_activation_bytes(spec, batch, src, src, itemsize)
     encoder_out = batch * src * spec.d_model * itemsize  # kept while the decoder runs
     return encoder_out + max(forward_activation_bytes(spec, batch, src, src, itemsize),
                              forward_activation_bytes(spec, batch, tgt, max(tgt, src), itemsize))
