@@ -1,6 +1,6 @@
-"""What a command that sweeps shares: `--batch` / `--seq-len` taking comma lists, `--plot`, and
-emitting a sweep (table, chart, PNG). A command parses both options with `axes`, runs its
-one-point path when `axes.is_sweep` is False, else its sweep, and hands it to `emit_sweep`."""
+"""What a command that sweeps shares. Its `--batch` / `--seq-len` take text (metavar N[,N...]),
+parsed once by `axes`; it runs its one-point path when `axes(...).is_sweep` is False, else its
+sweep (tfcli/analysis/sweep.py), handed to `emit_sweep` (table, chart, `--plot` PNG)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import typer
 
 from tfcli.render.output import OutputFormat, emit
 
-SweepBatchOpt = Annotated[str, typer.Option("--batch", metavar="N[,N...]", help="Sequences per batch; a comma list (1,8,32) sweeps, one row per point.")]
-SweepSeqLenOpt = Annotated[str | None, typer.Option("--seq-len", metavar="N[,N...]", help="Tokens per sequence; a comma list (1024,8192) sweeps, with --batch's values crossed.")]
 SweepPlotOpt = Annotated[str | None, typer.Option("--plot", metavar="FILE.png", help="A sweep: also write its chart to FILE.png (needs matplotlib: pip install 'tfcli[plot]').")]
 
 
