@@ -41,7 +41,7 @@ def _table(report: TraceReport, depth: int) -> FitTable:
     table.add_column("output", number=True)
     table.add_column("params", justify="right", number=True, drop=2)
     table.add_column("FLOPs", justify="right", number=True, drop=1)
-    table.add_column("act bytes", justify="right", number=True, drop=3)
+    table.add_column("output bytes", justify="right", number=True, drop=3)
     for row in report.fold(depth):
         _add_row(table, row)
     table.add_section()
@@ -63,6 +63,9 @@ def render_trace(report: TraceReport, depth: int | None = None) -> RenderableTyp
         _table(report, depth),
         Text(per_token, style="bold"),
         Text(f"convention: {report.convention}", style="dim"),
+        Text("output bytes: each op's output once, summed: not the memory a forward needs "
+             "(most are freed long before the end); its largest live set is `tfcli memory "
+             "SPEC --attention engine`", style="dim"),
     )
 
 
