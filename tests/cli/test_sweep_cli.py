@@ -85,7 +85,7 @@ MEMORY = ("memory", "gpt2")
 def test_a_memory_sweep_row_is_memory_at_that_point() -> None:
     sweep = _json(*MEMORY, "--batch", "1,4", "--seq-len", "128,512", "--gpu", "h100")
     assert [f["key"] for f in sweep["figures"]] == [
-        "total_bytes", "weights_bytes", "kv_cache_bytes", "activations_bytes", "fits", "headroom_bytes"]
+        "total_bytes", "fits", "headroom_bytes", "weights_bytes", "kv_cache_bytes", "activations_bytes"]
     for point in sweep["points"]:
         alone = _json(*MEMORY, "--batch", str(point["batch"]), "--seq-len", str(point["seq_len"]),
                       "--gpu", "h100")
@@ -120,3 +120,12 @@ def test_a_memory_sweep_plots(tmp_path: Path) -> None:
     code, out, err = run_in_memory(*MEMORY, "--batch", "1,8", "--plot", str(target))
     assert code == 0, err
     assert "total vs batch" in out and target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_narrow_terminal_keeps_the_first_figures_whole(monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_in_memory(*MEMORY, "--train", "--batch", "1,8", "--gpu", "h100")
+    header = next(line for line in out.splitlines() if line.startswith("┃"))
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= 80
+    assert "total" in header and "fits" in header and "headroom" in header
+    assert "left out to fit 80 columns" in out

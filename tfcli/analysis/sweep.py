@@ -222,23 +222,24 @@ def perf_sweep(spec: Any, options: Any, axes: SweepAxes,
 
 
 def memory_figures(train: bool, with_gpu: bool) -> tuple[Figure[Any], ...]:
-    """A MemoryReport's parts (tfcli.analysis.memory_fit / memory_plan) and, with --gpu, the
-    verdict and what is left over (negative: short by that much)."""
+    """A MemoryReport's total, with --gpu the verdict and what is left over (negative: short
+    by that much), then its parts (tfcli.analysis.memory_fit / memory_plan); a narrow table
+    keeps the first ones."""
     def part(name: str) -> Callable[[Any], Number]:
         return lambda r: r.plan.part(name)
 
-    figures: list[Figure[Any]] = [Figure("total_bytes", "total", "bytes", lambda r: r.plan.total),
-                                  Figure("weights_bytes", "weights", "bytes", part("weights"))]
+    figures: list[Figure[Any]] = [Figure("total_bytes", "total", "bytes", lambda r: r.plan.total)]
+    if with_gpu:
+        figures += [Figure("fits", "fits", "yes/no", lambda r: r.fit.fits),
+                    Figure("headroom_bytes", "headroom", "bytes",
+                           lambda r: r.fit.usable_bytes - r.fit.need_bytes)]
+    figures.append(Figure("weights_bytes", "weights", "bytes", part("weights")))
     if train:
         figures += [Figure("gradients_bytes", "gradients", "bytes", part("gradients")),
                     Figure("optimizer_bytes", "optimizer state", "bytes", part("optimizer state"))]
     else:
         figures.append(Figure("kv_cache_bytes", "KV cache", "bytes", part("KV cache")))
     figures.append(Figure("activations_bytes", "activations", "bytes", part("activations")))
-    if with_gpu:
-        figures += [Figure("fits", "fits", "yes/no", lambda r: r.fit.fits),
-                    Figure("headroom_bytes", "headroom", "bytes",
-                           lambda r: r.fit.usable_bytes - r.fit.need_bytes)]
     return tuple(figures)
 
 

@@ -49,8 +49,7 @@ def sweep_table(result: SweepResult[Any]) -> FitTable:
     table.add_column("seq_len", justify="right", number=True)
     for i, figure in enumerate(result.figures):
         # the later figures leave a narrow terminal first; the first (charted) one stays
-        table.add_column(figure.label, justify="right", number=True,
-                         drop=None if i == 0 else len(result.figures) - i)
+        table.add_column(figure.label, justify="right", number=True, drop=None if i == 0 else i)
     for (point, _), row in zip(result.pairs, result.values):
         cells = [format_value(v, f.unit) for f, v in zip(result.figures, row)]
         table.add_row(f"{point.batch:,}", f"{point.seq_len:,}", *cells)
