@@ -79,3 +79,22 @@ def test_emit_markdown_writes_the_document(capsys: pytest.CaptureFixture[str]) -
     emit(_Result(), OutputFormat.markdown, lambda: "unused")
     tables, notes = parse_markdown(capsys.readouterr().out)
     assert tables[0].rows == [["1", "a|b"]] and notes == ["n1"]
+
+
+class _Wrapper(_Result):
+    notes = None  # a report wrapping another: its notes live in its JSON form
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"notes": ["from the JSON"]}
+
+
+def test_notes_come_from_the_json_form_when_the_result_has_none() -> None:
+    assert document_of(_Wrapper()).notes == ("from the JSON",)
+
+
+def test_memory_markdown_lists_the_plans_notes() -> None:
+    from tests.cli.guarded import run_in_memory
+
+    _, out, _ = run_in_memory("memory", "gpt2", "-f", "markdown")
+    _, notes = parse_markdown(out)
+    assert any("largest live set" in n for n in notes)

@@ -84,15 +84,23 @@ def render_markdown(document: MarkdownDocument) -> str:
 
 def document_of(result: Any) -> MarkdownDocument:
     """The tables and notes a result offers: `markdown_tables()` when it shows several tables,
-    else its CSV rows as one table; `notes` (a sequence of str) when it has them."""
+    else its CSV rows as one table; its notes (a sequence of str) when it has them."""
     tables = getattr(result, "markdown_tables", None)
     if callable(tables):
         chosen = [MarkdownTable(header, rows, title) for title, header, rows in tables()]
     else:
         header, rows = result.csv_rows()
         chosen = [MarkdownTable(header, rows)]
-    notes = getattr(result, "notes", None) or ()
-    return MarkdownDocument(chosen, tuple(str(n) for n in notes))
+    return MarkdownDocument(chosen, tuple(str(n) for n in _notes(result)))
+
+
+def _notes(result: Any) -> Any:
+    """The result's `notes`, else the `notes` list of its JSON form (a report that wraps
+    another, as memory's wraps its plan, keeps them there)."""
+    notes = getattr(result, "notes", None)
+    if notes is None:
+        notes = result.to_dict().get("notes")
+    return notes if isinstance(notes, (list, tuple)) else ()
 
 
 def result_markdown(result: Any) -> str:
