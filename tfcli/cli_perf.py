@@ -39,6 +39,11 @@ class PerfDtype(str, Enum):
     float32 = "float32"
 
 
+class Attention(str, Enum):
+    eager = "eager"
+    flash = "flash"
+
+
 class Recompute(str, Enum):
     none = "none"
     full = "full"
@@ -71,6 +76,7 @@ def perf_cmd(
     recompute: Annotated[Recompute, typer.Option("--recompute", help="Training: none (x3 forward) or full recomputation (x4).")] = Recompute.none,
     tokens: Annotated[float | None, typer.Option("--train-tokens", help="Training tokens D (e.g. 2e12): GPU-hours and wall-clock.")] = None,
     gpus: Annotated[int, typer.Option("--gpus", min=1, help="Training: data-parallel GPUs (--batch each).")] = 1,
+    attention: Annotated[Attention, typer.Option("--attention", help="Prefill roofline: eager (the score matrix written and read) or flash (kept on chip).")] = Attention.eager,
     macs: MacsOpt = False,
     causal_half: CausalHalfOpt = False,
     window: WindowOpt = False,
@@ -96,7 +102,7 @@ def perf_cmd(
         gpu=gpu, batch=points.batches[0], seq_len=None if seq_len is None else points.seq_lens[0],
         dtype=None if dtype is None else dtype.value,
         kv_dtype=None if kv_dtype is None else kv_dtype.value, mfu=mfu, train=train,
-        recompute=recompute.value, tokens=tokens, gpus=gpus,
+        recompute=recompute.value, tokens=tokens, gpus=gpus, attention=attention.value,
         convention=flop_convention(macs, causal_half, window, matmuls_only),
     )
     if points.is_sweep:

@@ -48,6 +48,19 @@ def test_an_op_moves_its_weights_inputs_and_output() -> None:
     assert perf._row_bytes(gpt2, tied, 2, 2) == 2 * 50257 * 768 + 2 * 8 * (768 + 50257)
 
 
+def test_flash_attention_keeps_the_score_matrix_off_memory() -> None:
+    spec = load_spec("gpt2")
+    q, kv, scores = (1, 12, 64, 64), (1, 12, 64, 64), (1, 12, 64, 64)
+    rows = {op: TraceRow("decoder.0.attn", op, inputs, out, 0, 1, 0) for op, inputs, out in (
+        ("scores", (q, kv), scores), ("softmax", (scores,), scores),
+        ("weighted_sum", (scores, kv), q))}
+    n = 12 * 64 * 64
+    flash = {op: perf._row_bytes(spec, r, 2, 2, "flash") for op, r in rows.items()}
+    eager = {op: perf._row_bytes(spec, r, 2, 2, "eager") for op, r in rows.items()}
+    assert flash == {"scores": 2 * 2 * n, "softmax": 0, "weighted_sum": 2 * 2 * n}
+    assert eager == {"scores": 2 * 3 * n, "softmax": 2 * 2 * n, "weighted_sum": 2 * 3 * n}
+
+
 def test_prefill_sums_the_roofline_and_takes_the_slower_estimate(unit_gpu) -> None:
     spec = load_spec("gpt2").with_layers(2)
     e = build_perf_estimate(spec, PerfOptions(gpu="unit", seq_len=64, mfu=0.25))
@@ -125,7 +138,7 @@ def test_an_encoder_has_no_decode_and_says_so() -> None:
 @pytest.mark.parametrize(("changes", "message"), [
     ({"mfu": 0.0}, r"--mfu must be in \(0, 1\]"), ({"mfu": 1.01}, r"--mfu must be in \(0, 1\]"),
     ({"mfu": math.nan}, r"--mfu must be in \(0, 1\]"), ({"recompute": "some"}, "--recompute"),
-    ({"tokens": -1.0}, "--train-tokens"), ({"dtype": "int4"}, "--dtype must be one of"),
+    ({"tokens": -1.0}, "--train-tokens"), ({"attention": "sdpa"}, "--attention must be one of"), ({"dtype": "int4"}, "--dtype must be one of"),
     ({"dtype": "float8", "gpu": "a100"}, "--dtype float8: A100 SXM 80GB has no float8"),
     ({"gpu": "h1000"}, "did you mean 'h100'"),
 ])

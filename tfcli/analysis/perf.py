@@ -18,6 +18,7 @@ and one sequence length (sweeps call it once per point).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 
 from tfcli.analysis.flop_convention import PAIR_OPS, FlopConvention, apply_convention, recount
@@ -38,6 +39,8 @@ RECOMPUTE = {"none": 3, "full": 4}  # training FLOPs / forward FLOPs
 GATHERED_OPS = frozenset({"token_embedding", "position_embedding", "token_type_embedding"})
 SCORE_OPS = PAIR_OPS | {"softmax", "softcap"}  # rows over the (queries, keys) score matrix
 TOP_OPS = 10  # the slowest prefill ops listed
+ATTENTION_KINDS = ("eager", "flash")
+_ATTENTION = re.compile(r"\.(cross_)?attn$")  # a self- or cross-attention sublayer's rows
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class PerfOptions:
     mfu: float = DEFAULT_MFU
     train: bool = False
     recompute: str = "none"
+    attention: str = "eager"  # the prefill roofline's: eager (scores in memory) or flash
     tokens: float | None = None  # training tokens D (--train-tokens), for GPU-hours
     gpus: int = 1
     convention: FlopConvention = field(default_factory=FlopConvention)
@@ -64,6 +68,9 @@ def check_options(options: PerfOptions) -> None:
     """BadInputError naming the option for an MFU outside (0, 1] and other impossible values."""
     if not (0 < options.mfu <= 1):  # also refuses NaN
         raise BadInputError(f"--mfu must be in (0, 1] (a fraction of the peak), got {options.mfu:g}")
+    if options.attention not in ATTENTION_KINDS:
+        raise BadInputError(f"--attention must be one of {', '.join(ATTENTION_KINDS)}, got "
+                            f"'{options.attention[:20]}'")
     if options.recompute not in RECOMPUTE:
         raise BadInputError(f"--recompute must be one of {', '.join(RECOMPUTE)}, got "
                             f"'{options.recompute[:20]}'")
@@ -99,10 +106,22 @@ def _activation_dtype(dtype: str) -> str:
 # --- prefill ------------------------------------------------------------------------------------
 
 
-def _row_bytes(spec: Spec, row: TraceRow, weight_bytes: float, act_bytes: float) -> int:
+def _elements(row: TraceRow, attention: str) -> int:
+    """Activation elements an op reads and writes: its inputs and its output; under flash
+    attention the score matrix never reaches memory (QK^T reads q and k, PV reads v and writes
+    the output, softmax moves nothing)."""
+    if attention == "flash" and row.op in SCORE_OPS and _ATTENTION.search(row.path):
+        if row.op == "scores":
+            return sum(math.prod(s) for s in row.inputs)
+        return math.prod(row.inputs[1]) + math.prod(row.output) if row.op == "weighted_sum" else 0
+    return math.prod(row.output) + sum(math.prod(s) for s in row.inputs)
+
+
+def _row_bytes(spec: Spec, row: TraceRow, weight_bytes: float, act_bytes: float,
+               attention: str = "eager") -> int:
     """Bytes one op moves: the weights it reads, its inputs and its output. Embedding ops
     gather rows (as many as their output), not the table; a tied head reads the table."""
-    elements = math.prod(row.output) + sum(math.prod(s) for s in row.inputs)
+    elements = _elements(row, attention)
     weights = row.params
     if row.op in GATHERED_OPS:
         weights = 0
@@ -125,14 +144,16 @@ def prefill(spec: Spec, options: PerfOptions, gpu: Accelerator, dtype: str, seq:
     report = build_trace(spec, batch=options.batch, seq_len=seq, dtype=act, **lengths)
     report = apply_convention(report, spec, options.convention)
     peak = gpu.peak_flops(dtype)
-    times = [_op_time(r, _row_bytes(spec, r, PERF_DTYPE_BYTES[dtype], PERF_DTYPE_BYTES[act]),
-                      gpu, peak) for r in report.rows]
+    w, a = PERF_DTYPE_BYTES[dtype], PERF_DTYPE_BYTES[act]
+    times = [_op_time(r, _row_bytes(spec, r, w, a, options.attention), gpu, peak)
+             for r in report.rows]
     return Prefill(
         tokens=report.tokens, flops=report.total_flops, bytes=sum(t.bytes for t in times),
         compute_seconds=report.total_flops / (peak * options.mfu),
         roofline_seconds=sum(t.seconds for t in times),
         memory_bound_ops=sum(t.bound == "memory" for t in times), ops=len(times),
         slowest=tuple(sorted(times, key=lambda t: -t.seconds)[:TOP_OPS]),
+        attention=options.attention,
     )
 
 

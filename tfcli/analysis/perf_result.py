@@ -35,6 +35,7 @@ class Prefill:
     memory_bound_ops: int
     ops: int
     slowest: tuple[OpTime, ...]
+    attention: str = "eager"  # how the roofline counts the score matrix's bytes
 
     @property
     def seconds(self) -> float:
@@ -123,6 +124,7 @@ def _prefill_dict(p: Prefill) -> dict[str, Any]:
     return {"tokens": p.tokens, "flops": p.flops, "bytes": p.bytes,
             "compute_seconds": p.compute_seconds, "roofline_seconds": p.roofline_seconds,
             "seconds": p.seconds, "memory_bound_ops": p.memory_bound_ops, "ops": p.ops,
+            "attention": p.attention,
             "slowest_ops": [o.to_dict() for o in p.slowest]}
 
 

@@ -20,8 +20,8 @@ def _prefill_rows(e: PerfEstimate, p: Prefill) -> list[Row]:
         ("prefill FLOPs", human_flops(p.flops), f"trace of {p.tokens:,} tokens"),
         ("  compute-bound", _seconds(p.compute_seconds), f"FLOPs / ({peak} x MFU {e.mfu:g})"),
         ("  per-op roofline", _seconds(p.roofline_seconds),
-         f"sum of max(FLOPs / peak, bytes / bandwidth); {p.memory_bound_ops} of {p.ops} ops "
-         f"memory-bound; {human_bytes(p.bytes)} moved"),
+         f"sum of max(FLOPs / peak, bytes / bandwidth), {p.attention} attention; "
+         f"{p.memory_bound_ops} of {p.ops} ops memory-bound; {human_bytes(p.bytes)} moved"),
         ("time to first token", _seconds(e.ttft_seconds), "the slower of the two"),
     ]
 
