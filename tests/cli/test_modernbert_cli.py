@@ -1,7 +1,8 @@
 """The bundled modernbert-base through the CLI: trace --execute at three layers (one global, two
 local), its rows (no norm before block 0's attention; the masked-LM head), the local layers'
 score FLOPs under --window (a bidirectional window of 2 x 65 - 1 keys), and params counting
-block 0 without attn_norm."""
+block 0 without attn_norm (the table's block header still every block) and the decoder's bias
+on a row of its own."""
 
 from __future__ import annotations
 
@@ -40,4 +41,11 @@ def test_params_count_block_0_without_attn_norm(invoke) -> None:  # noqa: ANN001
     assert (rows["encoder.block.attn_norm"]["blocks"], rows["encoder.block.attn_norm"]["count"]) \
         == (21, 21 * 768)
     assert rows["encoder.block.ffn_norm"]["blocks"] == 22
+    assert rows["lm_head.bias"]["count"] == 50_368  # its own row beside the tied decoder's 0
     assert report["total"] == 149_655_232
+
+
+def test_the_params_table_heads_the_block_with_every_block(invoke) -> None:  # noqa: ANN001
+    result = invoke("params", "modernbert-base")
+    assert result.exit_code == 0, result.output
+    assert "encoder block (× 22)" in result.stdout and "subtotal × 22" in result.stdout

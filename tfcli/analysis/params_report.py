@@ -228,10 +228,13 @@ def _row_blocks(spec: Spec, name: str, path: str) -> tuple[int, str]:
 
 def merge_rows(spec: Spec, comps: list[Component], total: int) -> list[ComponentRow]:
     """Merge weight/bias/scale arrays of the same projection into one row, keeping order; a
-    buffer (router_bias) keeps a row of its own, so the shapes beside a count are its own."""
+    buffer (router_bias) keeps a row of its own, so the shapes beside a count are its own, as
+    does the bias of a tied array (a masked-LM decoder's: the tied row shows 0)."""
     merged: dict[str, list[Component]] = {}
     for c in comps:
-        merged.setdefault(c.name if c.buffer else _base_name(c.name), []).append(c)
+        base = _base_name(c.name)
+        alone = c.buffer or (base in merged and merged[base][0].tied)
+        merged.setdefault(c.name if alone else base, []).append(c)
     rows = []
     for name, parts in merged.items():
         count = sum(p.count for p in parts)
@@ -248,12 +251,13 @@ def merge_rows(spec: Spec, comps: list[Component], total: int) -> list[Component
 
 
 def _block_subtotals(spec: Spec, rows: list[ComponentRow]) -> dict[str, BlockSubtotal]:
-    """Per stack: the block rows' sum; per block only when every block has the same rows."""
+    """Per stack: the block rows' sum; per block only when every block has the same rows (not
+    when a row skips a block: first_attn_norm false)."""
     out: dict[str, BlockSubtotal] = {}
     for r in rows:
         if r.stack:
             per, _, total = out.get(r.stack, BlockSubtotal(0, _stack_layers(spec, r.name), 0))
-            uniform = per is not None and not r.kind
+            uniform = per is not None and not r.kind and r.blocks == _stack_layers(spec, r.name)
             out[r.stack] = BlockSubtotal(per + r.per_block if uniform else None,  # type: ignore[operator]
                                          _stack_layers(spec, r.name), total + r.count)
     return out

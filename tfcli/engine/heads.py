@@ -28,10 +28,15 @@ def mlm_transform(spec: Spec, weights: Weights, hidden: Array, probe: Probe) -> 
         h += weights.head_dense_bias
     h = activation_fn(spec.head_activation or spec.activation)(h)
     probe("transform", h.shape)
-    h = rowwise(lambda rows: apply_norm(spec.norm, weights.head_norm, rows, spec.norm_eps,
-                                        spec.norm_unit_offset), h)
+    h = _head_norm(spec, weights, h)
     probe("transform_norm", h.shape)
     return h
+
+
+def _head_norm(spec: Spec, weights: Weights, x: Array) -> Array:
+    """The spec's norm with the head's own weights (head_norm), over the last axis."""
+    return rowwise(lambda rows: apply_norm(spec.norm, weights.head_norm, rows, spec.norm_eps,
+                                           spec.norm_unit_offset), x)
 
 
 def pooler_activation(spec: Spec) -> Callable[[Array], Array]:
@@ -90,8 +95,7 @@ def classify(spec: Spec, weights: Weights, x: Array, probe: Probe) -> Array:
         x = activation_fn(spec.head_activation or spec.activation)(x)
         probe("classifier_dense", x.shape)
     if spec.classifier_norm:  # ModernBERT's prediction head: dense, activation, norm
-        x = rowwise(lambda rows: apply_norm(spec.norm, weights.head_norm, rows, spec.norm_eps,
-                                            spec.norm_unit_offset), x)
+        x = _head_norm(spec, weights, x)
         probe("classifier_norm", x.shape)
     scores = linear(x, weights.classifier)  # (..., d) @ (d, L)
     if weights.classifier_bias is not None:

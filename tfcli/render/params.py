@@ -26,7 +26,8 @@ def _component_table(report: ParamsReport) -> FitTable:
         if row.stack != current_stack and current_stack in report.block_subtotals:
             _add_subtotal(table, report, current_stack)
         if row.stack and row.stack != current_stack:
-            table.add_row(Text(f"{row.stack} block (× {row.blocks})", style="bold cyan"))
+            blocks = report.block_subtotals[row.stack].n_layers  # the stack's, not the row's
+            table.add_row(Text(f"{row.stack} block (× {blocks})", style="bold cyan"))
         current_stack = row.stack
         _add_component(table, row)
     if current_stack in report.block_subtotals:
