@@ -24,7 +24,7 @@ def diff_cmd(
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Two specs side by side: architecture, parameters per component, totals, FLOPs per token,
-    KV cache, weights memory; with B − A and B ÷ A.
+    KV cache, weights memory and the inference plan of tfcli memory; with B − A and B ÷ A.
 
     Example: tfcli diff llama-2-7b mistral-7b
     """

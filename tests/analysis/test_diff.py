@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tfcli.analysis.diff import (
-    ARCHITECTURE, FLOPS, KV_CACHE, MEMORY, PARAMETERS, SECTIONS, TOTALS, build_spec_diff,
+    ARCHITECTURE, FLOPS, INFERENCE, KV_CACHE, MEMORY, PARAMETERS, SECTIONS, TOTALS,
+    build_spec_diff,
 )
 from tfcli.analysis.params_report import build_params_report
 from tfcli.analysis.trace import build_trace
@@ -106,3 +107,21 @@ def test_batch_and_kv_dtype_reach_the_kv_rows() -> None:
                            kv_dtype="bfloat16")
     row = diff.row(KV_CACHE, "100 tokens × batch 3, every token kept")
     assert row.a == 100 * 3 * 2 * 12 * 768 * 2
+
+
+def test_the_inference_section_is_tfcli_memorys_plan(llama_mistral) -> None:
+    from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
+
+    for spec_name, side in (("llama-2-7b", "a"), ("mistral-7b", "b")):
+        plan = build_memory_plan(load_spec(spec_name), MemoryOptions(seq_len=4096, kv_dtype="float32"))
+        rows = {r.name: getattr(r, side) for r in llama_mistral.section(INFERENCE)}
+        assert rows["total (4096 tokens × batch 1, bfloat16, sdpa)"] == plan.total
+        assert rows["weights"] == getattr(llama_mistral.row(MEMORY, "bfloat16"), side)
+        assert rows["KV cache"] == getattr(
+            llama_mistral.row(KV_CACHE, "4096 tokens × batch 1, every token kept"), side)
+
+
+def test_inference_memory_is_left_out_with_a_note_where_it_is_not_modelled() -> None:
+    diff = build_spec_diff(load_spec("t5-small"), load_spec("gpt2"))
+    assert diff.section(INFERENCE) == []
+    assert any(n.startswith("inference memory left out: t5-small:") for n in diff.notes)

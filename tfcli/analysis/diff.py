@@ -5,7 +5,8 @@ Sections, in order: architecture (layers, widths, heads, vocabulary, context), p
 component (the params report's rows, aligned by component
 name; a component only one side has is shown as such), totals, FLOPs per token (the analytic
 trace at one sequence length for both), KV cache (bytes per token, and at one context for both,
-with and without sliding windows), weights memory per dtype. Each row carries A, B, B - A and
+with and without sliding windows), weights memory per dtype, and the inference memory plan of
+`tfcli memory` (weights, KV cache, peak activations, total) where it models both specs. Each row carries A, B, B - A and
 B / A; nothing here is estimated that the single-spec commands do not already report.
 """
 
@@ -16,11 +17,13 @@ from typing import Any
 
 from tfcli.analysis.params_report import ParamsReport, build_params_report
 from tfcli.analysis.trace import build_trace
+from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
-ARCHITECTURE, PARAMETERS, TOTALS, FLOPS, KV_CACHE, MEMORY = (
-    "architecture", "parameters", "totals", "FLOPs per token", "KV cache", "weights memory")
-SECTIONS = (ARCHITECTURE, PARAMETERS, TOTALS, FLOPS, KV_CACHE, MEMORY)
+ARCHITECTURE, PARAMETERS, TOTALS, FLOPS, KV_CACHE, MEMORY, INFERENCE = (
+    "architecture", "parameters", "totals", "FLOPs per token", "KV cache", "weights memory",
+    "inference memory")
+SECTIONS = (ARCHITECTURE, PARAMETERS, TOTALS, FLOPS, KV_CACHE, MEMORY, INFERENCE)
 # the Spec's sizes shown in the architecture section, in this order
 SHAPE_FIELDS = ("encoder_layers", "decoder_layers", "d_model", "n_heads", "n_kv_heads", "d_head",
                 "d_ff", "vocab_size", "max_seq_len")
@@ -142,6 +145,24 @@ def _memory_rows(a: ParamsReport, b: ParamsReport) -> list[DiffRow]:
             for dtype in a.memory_bytes]
 
 
+def _inference_rows(a: Spec, b: Spec, seq_len: int, batch: int,
+                    kv_dtype: str) -> tuple[list[DiffRow], list[str]]:
+    """`tfcli memory`'s inference plan of each (bfloat16 weights, sdpa attention, the KV cache
+    in kv_dtype), part by part; none, and a note why, where it does not model one of them."""
+    from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
+
+    options = MemoryOptions(batch=batch, seq_len=seq_len, kv_dtype=kv_dtype)
+    try:
+        pa, pb = build_memory_plan(a, options), build_memory_plan(b, options)
+    except BadInputError as exc:
+        return [], [f"inference memory left out: {exc.message}"]
+    names = list(dict.fromkeys(p.name for p in pa.parts + pb.parts))
+    rows = [DiffRow(INFERENCE, name, pa.part(name), pb.part(name), "bytes") for name in names]
+    rows.append(DiffRow(INFERENCE, f"total ({seq_len} tokens × batch {batch}, bfloat16, sdpa)",
+                        pa.total, pb.total, "bytes"))
+    return rows, []
+
+
 # --- the diff ----------------------------------------------------------------------------------
 
 
@@ -157,9 +178,11 @@ def build_spec_diff(a: Spec, b: Spec, *, seq_len: int | None = None, batch: int 
     seq = default_seq_len(a, b) if seq_len is None else seq_len
     pa = build_params_report(a, context=seq, batch=batch, kv_dtype=kv_dtype)
     pb = build_params_report(b, context=seq, batch=batch, kv_dtype=kv_dtype)
-    rows = (_architecture_rows(a, b) + _component_rows(pa, pb) + _total_rows(pa, pb) + _flop_rows(a, b, seq)
-            + _kv_rows(pa, pb) + _memory_rows(pa, pb))
-    return SpecDiff(a.name, b.name, seq, kv_dtype, tuple(rows), tuple(_notes(a, b, pa, pb)))
+    inference, left_out = _inference_rows(a, b, seq, batch, kv_dtype)
+    rows = (_architecture_rows(a, b) + _component_rows(pa, pb) + _total_rows(pa, pb)
+            + _flop_rows(a, b, seq) + _kv_rows(pa, pb) + _memory_rows(pa, pb) + inference)
+    return SpecDiff(a.name, b.name, seq, kv_dtype, tuple(rows),
+                    tuple(_notes(a, b, pa, pb) + left_out))
 
 
 def _notes(a: Spec, b: Spec, pa: ParamsReport, pb: ParamsReport) -> list[str]:
