@@ -48,6 +48,7 @@ FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "ll
                  "distilbert-base-uncased": "distilbert",
                  "electra-small-discriminator": "electra", "albert-base-v2": "albert",
                  "modernbert-base": "modernbert",
+                 "deberta-v3-base": "deberta-v2",
                  "deepseek-v2-lite": "deepseek_v2", "deepseek-v3": "deepseek_v3"}
 
 
@@ -69,6 +70,8 @@ def small(spec: Spec) -> Spec:
             changes["rotary_dim"] = 2  # partial rotary stays partial
     if spec.sliding_window is not None:
         changes["sliding_window"] = 4
+    if spec.position_buckets is not None:  # DeBERTa's 256 log buckets: 4, within 16 positions
+        changes["position_buckets"] = 4
     if spec.family == "encoder-decoder":
         changes |= {"n_encoder_layers": 2, "n_decoder_layers": 3}  # unequal: stacks kept apart
     if spec.n_experts > 8:  # Qwen MoE's 60 / 128 experts: 4, two routed (DeepSeek's groups: 2)
@@ -144,7 +147,9 @@ FIELDS = {"q.weight": "wq", "k.weight": "wk", "v.weight": "wv", "o.weight": "wo"
           "router.weight": "router", "pooler.weight": "pooler_w", "pooler.bias": "pooler_b",
           "lm_head.bias": "lm_head_bias", "router.bias": "router_bias",
           "q_a.weight": "wq_a", "q_a.bias": "bq_a", "q_b.weight": "wq_b",
-          "kv_a.weight": "wkv_a", "kv_a.bias": "bkv_a", "kv_b.weight": "wkv_b"}
+          "kv_a.weight": "wkv_a", "kv_a.bias": "bkv_a", "kv_b.weight": "wkv_b",
+          "pos_k.weight": "wpos_k", "pos_k.bias": "bpos_k", "pos_q.weight": "wpos_q",
+          "pos_q.bias": "bpos_q"}
 FIELDS |= {"transform.weight": "head_dense", "transform.bias": "head_dense_bias"}  # masked_lm
 
 

@@ -108,6 +108,22 @@ def _attention(spec: Spec, name: str, path: str, repeat: int) -> list[Component]
     for proj, width in biases:
         out.append(Component(f"{name}.{proj}.bias", ATTENTION, (width,), repeat,
                              path=f"{path}.b{proj}"))
+    return out + _position_projections(spec, name, path, repeat)
+
+
+def _position_projections(spec: Spec, name: str, path: str, repeat: int) -> list[Component]:
+    """Disentangled attention without share_att_key: its own (d, H*dh) projections of the
+    relative-position table, pos_k for c2p and pos_q for p2c [+ biases]."""
+    if not spec.disentangled_attention or spec.share_att_key:
+        return []
+    d, width, out = spec.d_model, spec.n_heads * spec.head_dim, []
+    for term, proj in (("c2p", "pos_k"), ("p2c", "pos_q")):
+        if term in spec.disentangled_attention:
+            out.append(Component(f"{name}.{proj}.weight", ATTENTION, (d, width), repeat,
+                                 path=f"{path}.w{proj}"))
+            if spec.attention_bias:
+                out.append(Component(f"{name}.{proj}.bias", ATTENTION, (width,), repeat,
+                                     path=f"{path}.b{proj}"))
     return out
 
 
@@ -179,7 +195,25 @@ def block_indices(spec: Spec, path: str) -> range | list[int]:
     return [i for i in range(layers) if spec.moe_layer(i) == moe]
 
 
+def _relative_embeddings(spec: Spec, stack: str) -> list[Component]:
+    """Disentangled attention: the stack's (2 x span, d_model) relative-position table, shared
+    by its blocks, and the norm applied to it once per forward pass."""
+    if not spec.disentangled_attention:
+        return []
+    table = Component(f"{stack}.relative_embedding", POSITION, (spec.relative_rows, spec.d_model),
+                      note="shared by all blocks", path=f"{stack}.relative_embedding")
+    norm = _norm(spec, f"{stack}.relative_embedding_norm", f"{stack}.relative_embedding_norm",
+                 POSITION) if spec.relative_embedding_norm else []
+    return [table, *norm]
+
+
 def _stack(spec: Spec, stack: str, n_layers: int, cross: bool) -> list[Component]:
+    if spec.disentangled_attention:  # encoder only (spec_disentangled)
+        return _relative_embeddings(spec, stack) + _plain_stack(spec, stack, n_layers, cross)
+    return _plain_stack(spec, stack, n_layers, cross)
+
+
+def _plain_stack(spec: Spec, stack: str, n_layers: int, cross: bool) -> list[Component]:
     if spec.shared_layers:  # one block's arrays, every block runs them: counted once
         shared = _blocks(spec, stack, 1, cross, f"{stack}.blocks.0")
         return [replace(c, note=SHARED_NOTE.format(n_layers)) for c in shared] + \
@@ -235,13 +269,20 @@ def _embeddings(spec: Spec) -> list[Component]:
     if spec.type_vocab_size:
         out.append(Component("embed.token_type", EMBEDDING, (spec.type_vocab_size, e),
                              path="token_type_embedding"))
-    if spec.embedding_norm and shared:
-        out += _norm(spec, "embed.norm", "embedding_norm", width=e)
-    if spec.embedding_dim is not None:
-        out += [Component("embed.project.weight", EMBEDDING, (e, spec.d_model),
-                          path="embedding_project"),
-                Component("embed.project.bias", EMBEDDING, (spec.d_model,),
-                          path="embedding_project_bias")]
+    # the norm and the projection in the engine's order (embedding_project_first: DeBERTa)
+    norm = _norm(spec, "embed.norm", "embedding_norm", width=spec.embedding_norm_width) \
+        if spec.embedding_norm and shared else []
+    project = _embedding_project(spec) if spec.embedding_dim is not None else []
+    return out + (project + norm if spec.embedding_project_first else norm + project)
+
+
+def _embedding_project(spec: Spec) -> list[Component]:
+    """Factorised embeddings' (embedding_dim, d_model) projection [+ bias]."""
+    out = [Component("embed.project.weight", EMBEDDING, (spec.embedding_width, spec.d_model),
+                     path="embedding_project")]
+    if spec.embedding_project_bias:
+        out.append(Component("embed.project.bias", EMBEDDING, (spec.d_model,),
+                             path="embedding_project_bias"))
     return out
 
 

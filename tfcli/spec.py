@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tfcli.errors import SpecConsistencyError
 from tfcli.spec_head import ClassifierPooling, HeadKind, PoolerActivation, resolve_head
+from tfcli.spec_disentangled import (DisentangledTerm, check_disentangled, disentangled_scale,
+                                     relative_span)
 from tfcli.spec_encoder import check_encoder_fields
 from tfcli.spec_latent import check_latent, latent_head_dim, latent_scale
 from tfcli.spec_moe import check_moe, check_moe_layout
@@ -157,6 +159,13 @@ class Spec(BaseModel):
         "when the two are equal (ALBERT always has it). Default: d_model, no projection. "
         "Family encoder, without a vocabulary head but masked_lm's (its transform maps "
         "d_model to embedding_dim: ALBERT, ELECTRA's generator).")
+    embedding_project_bias: bool = Field(
+        True, description="The embedding_dim projection has a bias (ELECTRA, ALBERT); false: "
+        "none (DeBERTa-v2 embed_proj). Needs embedding_dim.")
+    embedding_project_first: bool = Field(
+        False, description="The embedding_dim projection maps the embedding sum to d_model "
+        "before the embedding norm, which is then d_model wide (DeBERTa-v2); default after it, "
+        "the norm embedding_dim wide (ALBERT, ELECTRA). Needs embedding_dim.")
     position_offset: int = Field(
         0, ge=0, description="Added to every position before the learned table is read "
         "(RoBERTa, XLM-R: padding_idx + 1 = 2): the table has max_seq_len + position_offset "
@@ -304,6 +313,30 @@ class Spec(BaseModel):
         1e-6, gt=0, description="MLA: epsilon of the RMSNorms on the compressed query and "
         "key/value latents (transformers fixes it at 1e-6).")
 
+    # disentangled attention (DeBERTa-v2/v3; tfcli/spec_disentangled.py)
+    disentangled_attention: list[DisentangledTerm] | None = Field(
+        None, min_length=1, max_length=2, description="DeBERTa's disentangled attention: besides "
+        "q.k, each query/key pair scores c2p (the query against the key's relative-position "
+        "embedding) and/or p2c (the key against the query's), the scores divided by "
+        "sqrt(d_head x (1 + terms)); one table of relative-position embeddings per stack, "
+        "`{stack}.relative_embedding`. Family encoder; default off.")
+    position_buckets: int | None = Field(
+        None, gt=0, description="Disentangled attention: log-bucketed relative offsets "
+        "(DeBERTa-v3 256): offsets under buckets/2 exact, longer ones log-spaced up to "
+        "max_relative_positions; the table has 2 x position_buckets rows. Default: offsets "
+        "clipped to +-max_relative_positions, 2 x max_relative_positions rows.")
+    max_relative_positions: int | None = Field(
+        None, gt=0, description="Disentangled attention: the longest relative offset (log "
+        "buckets reach it; without buckets the table's half width). Default max_seq_len.")
+    share_att_key: bool = Field(
+        False, description="Disentangled attention: the relative-position embeddings go "
+        "through the attention's own key (c2p) and query (p2c) projections (DeBERTa-v3); "
+        "false: their own pos_key / pos_query projections.")
+    relative_embedding_norm: bool = Field(
+        False, description="Disentangled attention: the spec's norm on the relative-position "
+        "table before use (DeBERTa-v2/v3 norm_rel_ebd layer_norm), `{stack}."
+        "relative_embedding_norm`.")
+
     # engine
     init_std: float = Field(0.02, gt=0, description="Std of random initial weights.")
 
@@ -319,6 +352,7 @@ class Spec(BaseModel):
         check_moe(self)
         check_moe_layout(self)
         check_encoder_fields(self)
+        check_disentangled(self)
         _check_family_fields(self)
         _check_relative(self)
         _check_gemma(self)
@@ -434,6 +468,12 @@ class Spec(BaseModel):
         return self.embedding_dim or self.d_model
 
     @property
+    def embedding_norm_width(self) -> int:
+        """Width of the embedding norm: d_model when the projection comes first (DeBERTa),
+        else embedding_width."""
+        return self.d_model if self.embedding_project_first else self.embedding_width
+
+    @property
     def position_rows(self) -> int:
         """Rows of the learned position table: max_seq_len + position_offset."""
         return self.max_seq_len + self.position_offset
@@ -472,7 +512,15 @@ class Spec(BaseModel):
         softmax correction under multi-head latent attention, as transformers' DeepSeek)."""
         if self.attention_scale is not None:
             return self.attention_scale
+        if self.disentangled_attention:
+            return disentangled_scale(self)
         return latent_scale(self) if self.latent_attention else self.head_dim**-0.5
+
+    @property
+    def relative_rows(self) -> int:
+        """Rows of a disentangled-attention stack's relative-position table (2 x span); 0
+        without disentangled_attention."""
+        return 2 * relative_span(self) if self.disentangled_attention else 0
 
     @property
     def latent_attention(self) -> bool:

@@ -29,6 +29,11 @@ def check_encoder_fields(spec: Spec) -> None:
                                        "logits of factorised embeddings are built for head "
                                        "masked_lm only (its transform maps d_model to "
                                        "embedding_dim)")
+    for field, changed in (("embedding_project_bias", not spec.embedding_project_bias),
+                           ("embedding_project_first", spec.embedding_project_first)):
+        if changed and spec.embedding_dim is None:
+            raise SpecConsistencyError(field, "needs embedding_dim (a factorised embedding's "
+                                       "projection)")
     if spec.shared_layers and spec.family != "encoder":
         raise SpecConsistencyError("shared_layers", f"only applies to family 'encoder' (got "
                                    f"{spec.family!r})")

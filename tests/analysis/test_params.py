@@ -25,6 +25,7 @@ REFERENCE_TOTALS = {
     "electra-small-discriminator": 13_483_008,
     "albert-base-v2": 11_683_584,  # one shared block, counted once
     "modernbert-base": 149_655_232,  # ModernBertForMaskedLM (test_hf_modernbert_totals.py)
+    "deberta-v3-base": 183_831_552,  # DebertaV2Model: tests/parity/test_hf_deberta_totals.py
     "llama-2-7b": 6_738_415_616,
     "llama-2-70b": 68_976_648_192,
     "llama-3-8b": 8_030_261_248,

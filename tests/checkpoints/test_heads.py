@@ -106,6 +106,11 @@ TINY = {
     "albert": transformers.AlbertConfig(num_labels=3, embedding_size=8, hidden_size=16, intermediate_size=32,
                                         num_attention_heads=2, num_hidden_layers=2,
                                         vocab_size=50, max_position_embeddings=32),
+    "deberta-v2": transformers.DebertaV2Config(
+        num_labels=3, hidden_size=16, intermediate_size=32, num_attention_heads=2,
+        num_hidden_layers=2, vocab_size=50, max_position_embeddings=32, relative_attention=True,
+        position_buckets=8, pos_att_type="p2c|c2p", norm_rel_ebd="layer_norm",
+        position_biased_input=False),
     "bart": transformers.BartConfig(num_labels=3, d_model=16, encoder_layers=2, decoder_layers=2,
                                     encoder_attention_heads=2, decoder_attention_heads=2,
                                     encoder_ffn_dim=32, decoder_ffn_dim=32, vocab_size=50,

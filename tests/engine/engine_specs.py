@@ -63,6 +63,14 @@ VARIANTS: dict[str, dict[str, object]] = {
                  "activation": "geglu_tanh", "bias": False, "n_kv_heads": 2},
     "vaswani": {"family": "encoder-decoder", "positions": "sinusoidal", "norm_placement": "post",
                 "activation": "relu", "tie_embeddings": False},
+    # DeBERTa-v2-like: disentangled attention (both terms, own projections, log buckets past
+    # offset 4 up to 20), a normed relative table, no absolute positions, a factorised
+    # embedding projected (no bias) before its norm
+    "deberta": {"family": "encoder", "norm_placement": "post", "embedding_norm": True,
+                "lm_head": False, "positions": "none", "disentangled_attention": ["c2p", "p2c"],
+                "position_buckets": 8, "max_relative_positions": 20,
+                "relative_embedding_norm": True, "embedding_dim": 16,
+                "embedding_project_first": True, "embedding_project_bias": False},
     # ModernBERT-like: a pre-norm encoder whose block 0 reads the embedding norm, LayerNorms
     # without bias, RoPE with a local base, a bidirectional window on the local layer, GeGLU,
     # hidden states alone (its heads: tests/parity/test_modernbert_parity.py)

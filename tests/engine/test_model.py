@@ -166,6 +166,7 @@ def _expected_block(spec, stack, i, b, t, s_cross=None):
         else:
             rows.extend([(path, "q_proj", (b, h, t, dh)), (path, "k_proj", (b, kv, s, dh)),
                          (path, "v_proj", (b, kv, s, dh))])
+        rows.extend(_expected_disentangled(spec, path, b, t))
         dv = spec.value_dim
         rows.extend([(path, "scores", (b, h, t, s))]
                     + ([(path, "softcap", (b, h, t, s))] if spec.attn_logit_softcap else [])
@@ -194,6 +195,16 @@ def _expected_block(spec, stack, i, b, t, s_cross=None):
     return rows
 
 
+def _expected_disentangled(spec, path, b, t):
+    """DeBERTa's position terms (engine/disentangled_attention.py): the table through the key
+    and query projections, then the c2p and p2c scores, before the content scores."""
+    terms, h, dh = spec.disentangled_attention or [], spec.n_heads, spec.head_dim
+    heads = (h, spec.relative_rows, dh)
+    rows = [(path, "pos_key_proj", heads)] if "c2p" in terms else []
+    rows += [(path, "pos_query_proj", heads)] if "p2c" in terms else []
+    return rows + [(path, term, (b, h, t, t)) for term in ("c2p", "p2c") if term in terms]
+
+
 def _expected_latent(spec, path, b, t):
     """MLA's projections (engine/latent_attention.py): the query (full or through q_a), the
     joint down-projection, its norm, the up-projection of every cached latent."""
@@ -218,15 +229,21 @@ def _expected_embed(spec, b, t):
         rows.append(("embed", "position_embedding", (b, t, e)))
     if spec.type_vocab_size:
         rows.append(("embed", "token_type_embedding", (b, t, e)))
+    project = [("embed", "embedding_project", (b, t, spec.d_model))] \
+        if spec.embedding_dim is not None else []
+    if spec.embedding_project_first:  # DeBERTa: the norm then d_model wide
+        rows, e, project = rows + project, spec.d_model, []
     if spec.embedding_norm:
         rows.append(("embed", "embedding_norm", (b, t, e)))
-    if spec.embedding_dim is not None:
-        rows.append(("embed", "embedding_project", (b, t, spec.d_model)))
-    return rows
+    return rows + project
 
 
 def _expected_stack(spec, stack, n_layers, b, t, s_cross=None):
-    rows = [r for i in range(n_layers) for r in _expected_block(spec, stack, i, b, t, s_cross)]
+    table = (spec.relative_rows, spec.d_model)  # disentangled attention's, read once
+    rows = [(f"{stack}.relative_embedding", "relative_embedding", table)] \
+        if spec.disentangled_attention else []
+    rows += [(f"{stack}.relative_embedding", "norm", table)] if spec.relative_embedding_norm else []
+    rows += [r for i in range(n_layers) for r in _expected_block(spec, stack, i, b, t, s_cross)]
     if spec.final_norm:
         rows.append((f"{stack}.final_norm", "norm", (b, t, spec.d_model)))
     return rows

@@ -53,6 +53,22 @@ ALBERT_BASE_V2 = {
     "max_position_embeddings": 512, "model_type": "albert", "net_structure_type": 0,
     "num_attention_heads": 12, "num_hidden_groups": 1, "num_hidden_layers": 12,
     "num_memory_blocks": 0, "pad_token_id": 0, "type_vocab_size": 2, "vocab_size": 30000}
+# https://huggingface.co/microsoft/deberta-v3-base/blob/main/config.json (no `architectures`:
+# DebertaV2Model, the first class)
+DEBERTA_V3_BASE = {
+    "model_type": "deberta-v2", "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1, "hidden_size": 768, "initializer_range": 0.02,
+    "intermediate_size": 3072, "max_position_embeddings": 512, "relative_attention": True,
+    "position_buckets": 256, "norm_rel_ebd": "layer_norm", "share_att_key": True,
+    "pos_att_type": "p2c|c2p", "layer_norm_eps": 1e-7, "max_relative_positions": -1,
+    "position_biased_input": False, "num_attention_heads": 12, "num_hidden_layers": 12,
+    "type_vocab_size": 0, "vocab_size": 128100}
+# microsoft/deberta-v3-large, -small, -xsmall: v3-base's config but for these sizes
+DEBERTA_V3_LARGE = DEBERTA_V3_BASE | {"hidden_size": 1024, "num_hidden_layers": 24,
+                                      "num_attention_heads": 16, "intermediate_size": 4096}
+DEBERTA_V3_SMALL = DEBERTA_V3_BASE | {"num_hidden_layers": 6}
+DEBERTA_V3_XSMALL = DEBERTA_V3_BASE | {"hidden_size": 384, "num_attention_heads": 6,
+                                       "intermediate_size": 1536}
 # https://huggingface.co/answerdotai/ModernBERT-base/blob/main/config.json
 MODERNBERT_BASE = {
     "_name_or_path": "ModernBERT-base", "architectures": ["ModernBertForMaskedLM"],

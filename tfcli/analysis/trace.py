@@ -205,13 +205,25 @@ class _Tracer:
         if s.type_vocab_size:
             self.add("embed", "token_type_embedding", [x, x[:2]], x, own("token_type_embedding"),
                      add)
+        if s.embedding_project_first:  # DeBERTa: the norm then runs d_model wide
+            self.embedding_project(x, owns_tables)
+            x = (*x[:2], s.d_model)
+            norm = NORM_FLOPS * math.prod(x)
         if s.embedding_norm:
             self.add("embed", "embedding_norm", [x], x, own("embedding_norm"), norm)
-        if s.embedding_dim is not None:  # factorised: (B, T, e) @ (e, d) + b
-            out, flops = (*x[:2], s.d_model), _linear_flops(math.prod(x[:2]), x[2], s.d_model, True)
-            project = (self.owned("embedding_project", "embedding_project_bias")
-                       if owns_tables else NOTHING)
-            self.add("embed", "embedding_project", [x], out, project, flops)
+        if not s.embedding_project_first:
+            self.embedding_project(x, owns_tables)
+
+    def embedding_project(self, x: Shape, owns_tables: bool) -> None:
+        """Factorised embeddings: (B, T, e) @ (e, d) [+ b], when the spec has embedding_dim."""
+        s = self.spec
+        if s.embedding_dim is None:
+            return
+        out = (*x[:2], s.d_model)
+        flops = _linear_flops(math.prod(x[:2]), x[2], s.d_model, s.embedding_project_bias)
+        project = (self.owned("embedding_project", "embedding_project_bias")
+                   if owns_tables else NOTHING)
+        self.add("embed", "embedding_project", [x], out, project, flops)
 
     def stack(self, stack: str, length: int, memory_len: int | None) -> None:
         """Every block of `stack` (with cross-attention over memory_len source positions)."""
@@ -222,6 +234,7 @@ class _Tracer:
             raise BadInputError(f"{s.name}: trace lists every block of a stack that mixes dense "
                                 f"and MoE blocks past block {MAX_LISTED_BLOCKS}, at most "
                                 f"{MAX_LISTED_BLOCKS}; it has {layers:,} (use --layers)")
+        self.relative_embedding(stack)
         for i in range(listed):
             self.block(stack, i, layers, length, memory_len)
         if listed < layers:  # blocks m..L-1 are identical: one block's rows, times L-m
@@ -233,6 +246,18 @@ class _Tracer:
             x = (self.batch, length, s.d_model)
             norm_params = self.owned(f"{stack}.final_norm")
             self.add(f"{stack}.final_norm", "norm", [x], x, norm_params, NORM_FLOPS * math.prod(x))
+
+    def relative_embedding(self, stack: str) -> None:
+        """Disentangled attention: the stack's relative-position table (read, 0 FLOPs) and its
+        norm, once per forward pass, before the blocks."""
+        s = self.spec
+        if not s.disentangled_attention:
+            return
+        path, table = f"{stack}.relative_embedding", (s.relative_rows, s.d_model)
+        self.add(path, "relative_embedding", [table], table, self.owned(path))
+        if s.relative_embedding_norm:
+            self.add(path, "norm", [table], table, self.owned(f"{path}_norm"),
+                     NORM_FLOPS * math.prod(table))
 
     def block(self, stack: str, i: int, layers: int, length: int, memory_len: int | None) -> None:
         """Block i of `stack` (of `layers`); block 0 owns the stack's T5 relative-bias table
@@ -293,6 +318,8 @@ class _Tracer:
             owned = self.owned(f"{w}.{name}_norm", blocks=layers)
             if owned.paths:
                 self.add(path, f"{name}_norm", [shape], shape, owned, NORM_FLOPS * math.prod(shape))
+        if s.disentangled_attention:  # DeBERTa's c2p / p2c terms, before the content scores
+            self.position_scores(path, w, layers, T)
         pair_flops = 2 * B * H * T * S * dh  # every (query, key) pair: one dh-long dot product
         self.add(path, "scores", [q, kv], scores, score_params, pair_flops)
         if s.attn_logit_softcap is not None:  # c * tanh(s / c), elementwise
@@ -304,6 +331,24 @@ class _Tracer:
         self.norm(path, f"{w}_post_norm", layers, T, "body")  # attn_post_norm
         if s.parallel_residual == "off":  # parallel: one residual add, after the FFN
             self.residual(path, norm, layers, T)
+
+    def position_scores(self, path: str, w: str, layers: int, length: int) -> None:
+        """Disentangled attention (tfcli.engine.disentangled_attention): the R = 2 x span table
+        rows projected per head (pos_key_proj for c2p, pos_query_proj for p2c; the attention's
+        own k / q projections under share_att_key, owning nothing), then each term against all
+        R rows, 2 B H T R dh, gathered to (B, H, T, T) and added: 1 per score."""
+        s, B, T = self.spec, self.batch, length
+        H, dh, d, R = s.n_heads, s.head_dim, s.d_model, s.relative_rows
+        table, heads, scores = (R, d), (H, R, dh), (B, H, T, T)
+        for term, op, proj in (("c2p", "pos_key_proj", "pos_k"), ("p2c", "pos_query_proj", "pos_q")):
+            if term in (s.disentangled_attention or ()):
+                owned = self.owned(f"{w}.w{proj}", f"{w}.b{proj}", blocks=layers)
+                self.add(path, op, [table], heads, owned,
+                         _linear_flops(R, d, H * dh, bool(s.attention_bias)))
+        for term in (t for t in ("c2p", "p2c") if t in (s.disentangled_attention or ())):
+            query = (B, H, T, dh)  # c2p: the queries; p2c: the keys (S = T)
+            self.add(path, term, [query, heads], scores, NOTHING,
+                     2 * B * H * T * R * dh + ADD_FLOPS * math.prod(scores))
 
     def latent_attention(self, path: str, w: str, norm: str, layers: int, length: int,
                          score_params: Owned) -> None:

@@ -159,6 +159,9 @@ ARCHITECTURES |= {
         "ElectraForPreTraining": Architecture(False, "token_classification", pooler=False,
                                               labels=1, classifier_dense=True)},
     "albert": _encoder_family("Albert", BARE),
+    # DebertaV2Model has no pooler; its classification heads' ContextPooler (dense +
+    # pooler_hidden_act on the first token) is the pooler
+    "deberta-v2": _encoder_family("DebertaV2", Architecture(False, pooler=False)),
 }
 # ModernBERT: every task head runs ModernBertPredictionHead (dense, classifier_activation, norm)
 # before its classifier - classifier_dense and the reader's classifier_norm; its sequence and

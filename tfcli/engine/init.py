@@ -124,7 +124,19 @@ class Initializer:
             w.bq, w.bk, w.bv = self._zero_columns(*widths) if fused else [self.zeros(n) for n in widths]
         if s.attention_out_bias:
             w.bo = self.zeros(s.d_model)
+        if s.disentangled_attention and not s.share_att_key:  # encoder: no cross-attention
+            self.position_projections(w)
         return w
+
+    def position_projections(self, w: AttentionWeights) -> None:
+        """Disentangled attention's own projections of the relative-position table: pos_k
+        (c2p), then pos_q (p2c), each (d_model, H*dh) with a bias under attention_bias."""
+        s, width = self.spec, self.spec.n_heads * self.spec.head_dim
+        bias = self.zeros if s.attention_bias else (lambda n: None)
+        if "c2p" in (s.disentangled_attention or ()):
+            w.wpos_k, w.bpos_k = self.normal(s.d_model, width), bias(width)
+        if "p2c" in (s.disentangled_attention or ()):
+            w.wpos_q, w.bpos_q = self.normal(s.d_model, width), bias(width)
 
     def latent_attention(self) -> LatentAttentionWeights:
         """MLA: drawn query (or q_a, q_b), kv_a, kv_b, then the output projection."""
@@ -212,6 +224,9 @@ class Initializer:
         else:
             blocks = [self.block(cross, i) for i in range(n_layers)]
         stack = StackWeights(blocks, self.norm() if s.final_norm else None, rel)
+        if s.disentangled_attention:  # DeBERTa: the stack's relative-position table
+            stack.relative_embedding = self.normal(s.relative_rows, s.d_model)
+            stack.relative_embedding_norm = self.norm() if s.relative_embedding_norm else None
         if s.per_stack_embeddings:  # BART: the stack's own position table and embedding norm
             e = s.embedding_width
             stack.position_embedding = self.normal(s.position_rows, e)
@@ -229,7 +244,7 @@ class Initializer:
         position = (self.normal(s.position_rows, e) if s.positions == "learned" and shared_tables
                     else None)
         token_type = self.normal(s.type_vocab_size, e) if s.type_vocab_size else None
-        emb_norm = self.norm(e) if s.embedding_norm and shared_tables else None
+        emb_norm = self.norm(s.embedding_norm_width) if s.embedding_norm and shared_tables else None
         project = self.normal(e, s.d_model) if s.embedding_dim is not None else None
         encoder = self.stack(s.encoder_layers, cross=False) if s.has_encoder else None
         decoder = (self.stack(s.decoder_layers, cross=s.family == "encoder-decoder")
@@ -237,7 +252,8 @@ class Initializer:
         head = self.normal(s.logits_width, s.vocab_size) if s.lm_head and not s.tie_embeddings else None
         weights = Weights(token, position, token_type, emb_norm, encoder, decoder, head)
         if project is not None:
-            weights.embedding_project, weights.embedding_project_bias = project, self.zeros(s.d_model)
+            weights.embedding_project = project
+            weights.embedding_project_bias = self.zeros(s.d_model) if s.embedding_project_bias else None
         if s.pooler:
             weights.pooler_w, weights.pooler_b = self.normal(s.d_model, s.d_model), self.zeros(s.d_model)
         if s.lm_head_bias:

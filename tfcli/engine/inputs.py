@@ -27,6 +27,8 @@ class StackInput:
     encoder_out: Array | None = None  # (B, S_src, d) encoder-decoder: cross-attention's keys
     encoder_mask: Array | None = None  # (B, S_src) bool, True = real source token
     position_bias: Array | None = None  # (1|B, H, T, S) T5: set per stack by forward_hidden
+    # (2 span, d) DeBERTa's relative-position embeddings, normed: set per stack by forward_hidden
+    relative_embeddings: Array | None = None
 
     @classmethod
     def over(cls, length: int, causal: bool, key_mask: Array | None = None,

@@ -18,6 +18,7 @@ from tfcli.engine.cache import KVCache, LayerCache
 from tfcli.engine.ffn import ffn
 from tfcli.engine.heads import classifier_input, classify, mlm_transform, pooler_activation
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput, probe_for
+from tfcli.engine.disentangled_attention import disentangled_attention, relative_table
 from tfcli.engine.latent_attention import latent_attention
 from tfcli.engine.ops import Observer, apply_norm, softcap_
 from tfcli.engine.parallel import linear, rowwise
@@ -93,6 +94,8 @@ def _self_attention(spec: Spec, w: BlockWeights, h: Array, inputs: StackInput,
     """The block's self-attention body, multi-head or latent (MLA): (B, T, d) -> (B, T, d)."""
     if isinstance(w.attn, LatentAttentionWeights):
         return latent_attention(spec, w.attn, h, inputs, cache, probe)
+    if spec.disentangled_attention:  # DeBERTa: an encoder's, never cached
+        return disentangled_attention(spec, w.attn, h, inputs, probe)
     return attention(spec, w.attn, h, inputs, cache, probe)
 
 
@@ -186,6 +189,9 @@ def forward_hidden(spec: Spec, stack: StackWeights, x: Array, inputs: StackInput
     if bias is not None:
         inputs = replace(inputs, position_bias=bias)
     named = probe.at(inputs.stack)
+    table = relative_table(spec, stack, named)  # (2 span, d): DeBERTa, normed once per call
+    if table is not None:
+        inputs = replace(inputs, relative_embeddings=table)
     # a layer_pattern's per-block views, made once per call (none on other specs' path)
     views = layer_specs(spec, len(stack.blocks)) if spec.layer_pattern else None
     for i, block in enumerate(stack.blocks):
@@ -225,12 +231,23 @@ def embed(spec: Spec, weights: Weights, tokens: Array, positions: Array,
         types = np.zeros_like(tokens) if token_types is None else token_types
         x += weights.token_type_embedding[types]  # (B, T) -> (B, T, d)
         probe("token_type_embedding", x.shape)
+    if spec.embedding_project_first:  # DeBERTa: project, then norm d_model wide
+        x = _embedding_project(weights, x, probe)
     if spec.embedding_norm:
         x = apply_norm(spec.norm, weights.embedding_norm, x, spec.norm_eps, spec.norm_unit_offset)
         probe("embedding_norm", x.shape)
-    if weights.embedding_project is not None:  # (B, T, e) @ (e, d) + (d,) -> (B, T, d)
-        x = linear(x, weights.embedding_project, weights.embedding_project_bias)
-        probe("embedding_project", x.shape)
+    if not spec.embedding_project_first:
+        x = _embedding_project(weights, x, probe)
+    return x
+
+
+def _embedding_project(weights: Weights, x: Array, probe: Probe) -> Array:
+    """Factorised embeddings to d_model: (B, T, e) @ (e, d) [+ (d,)] -> (B, T, d); x itself
+    without a projection."""
+    if weights.embedding_project is None:
+        return x
+    x = linear(x, weights.embedding_project, weights.embedding_project_bias)
+    probe("embedding_project", x.shape)
     return x
 
 

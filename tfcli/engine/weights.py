@@ -34,6 +34,12 @@ class AttentionWeights:
     bo: Array | None = None
     q_norm: NormWeights | None = None  # (d_head,) weights shared by every head (spec.qk_norm)
     k_norm: NormWeights | None = None
+    # disentangled attention without share_att_key: the relative-position table's own key (c2p)
+    # and query (p2c) projections, (d_model, n_heads * d_head) and (n_heads * d_head,)
+    wpos_k: Array | None = None
+    bpos_k: Array | None = None
+    wpos_q: Array | None = None
+    bpos_q: Array | None = None
 
 
 @dataclass
@@ -97,6 +103,10 @@ class StackWeights:
     # the stack's own embedding tables (spec.per_stack_embeddings, BART); None: Weights' shared ones
     position_embedding: Array | None = None  # (max_seq_len + position_offset, embedding_width)
     embedding_norm: NormWeights | None = None
+    # disentangled attention (DeBERTa): (spec.relative_rows, d_model) relative-position
+    # embeddings shared by the stack's blocks, and their norm (spec.relative_embedding_norm)
+    relative_embedding: Array | None = None
+    relative_embedding_norm: NormWeights | None = None
 
 
 @dataclass

@@ -19,6 +19,7 @@ from tfcli.checkpoints.families import albert, distilbert, electra, roberta
 from tfcli.checkpoints.families import deepseek
 from tfcli.checkpoints.families import bart
 from tfcli.checkpoints.families import modernbert
+from tfcli.checkpoints.families import deberta
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.names import Table, with_classifier
@@ -64,6 +65,7 @@ FAMILIES: dict[str, Family] = {
     "electra": Family(electra.DEFAULTS, electra.read, electra.TABLE),
     "albert": Family(albert.DEFAULTS, albert.read, albert.TABLE),
     "modernbert": Family(modernbert.DEFAULTS, modernbert.read, modernbert.TABLE),
+    "deberta-v2": Family(deberta.DEFAULTS, deberta.read, deberta.TABLE),
 }
 # every family's table with the classifier of the classification heads (names.with_classifier)
 TABLES: dict[str, Table] = {kind: with_classifier(family.table) for kind, family in FAMILIES.items()}
