@@ -68,7 +68,12 @@ def _batch() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _run(model: PreTrainedModel, path: Path) -> tuple[object, ForwardOutput, np.ndarray]:
-    tokens, mask = _batch()
+    return _run_on(model, path, *_batch())
+
+
+def _run_on(model: PreTrainedModel, path: Path, tokens: np.ndarray,
+            mask: np.ndarray) -> tuple[object, ForwardOutput, np.ndarray]:
+    """transformers' output, tfcli's on the checkpoint at `path`, and the real positions."""
     with torch.no_grad():
         want = model(input_ids=torch.from_numpy(tokens), attention_mask=torch.from_numpy(mask))
     spec = spec_from_config_dir(path)
@@ -130,3 +135,14 @@ def test_trace_execute_matches_a_mean_pooled_classifier(invoke, tmp_path: Path) 
     save_random(lambda: transformers.ModernBertForSequenceClassification(
         _config(classifier_pooling="mean")), tmp_path)
     assert_trace_execute(invoke, tmp_path)
+
+
+def test_a_left_padded_batch_matches_sdpa_too(tmp_path: Path) -> None:
+    """transformers numbers positions 0..T-1 whatever the padding, as tfcli does: left-padded
+    rows match as well, against its SDPA attention (the windowed mask as a boolean bias)."""
+    model = save_random(lambda: transformers.ModernBertModel(_config()), tmp_path)
+    model.set_attn_implementation("sdpa")
+    tokens, mask = _batch()
+    tokens, mask = tokens[:, ::-1].copy(), mask[:, ::-1].copy()  # the pads now lead
+    want, got, real = _run_on(model, tmp_path, tokens, mask)
+    np.testing.assert_allclose(got.hidden[real], want.last_hidden_state.numpy()[real], **F32)
