@@ -70,6 +70,20 @@ def test_inference_peak(family: tuple[str, tf.PreTrainedModel, Spec], attention:
         assert abs(got - want) <= 0.15 * want, (batch, seq_len, got, want)
 
 
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_inference_peak_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Spec],
+                                    attention: str) -> None:
+    """16-bit tensors, but Llama-style eager attention upcasts its scores for the softmax."""
+    name, model, spec = family
+    half = copy.deepcopy(model).to(torch.bfloat16)
+    half.set_attn_implementation(attention)
+    half.eval()
+    ids = _ids(1, 256)
+    want = forward_peak(half, ids, **({} if name == "bert" else {"use_cache": False}))
+    got = inference_peak(spec, Workload(1, 256, 2), attention).bytes
+    assert abs(got - want) <= 0.15 * want, (got, want)
+
+
 def _training_run(name: str, model: tf.PreTrainedModel, ids: torch.Tensor) -> Callable[[], object]:
     if name == "bert":
         return lambda: model(input_ids=ids).pooler_output

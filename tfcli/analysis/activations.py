@@ -198,6 +198,10 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool) -> list[tuple[str, float
     probs = work.batch * s.n_heads * t * t if eager else 0
     repeat = 2 * n * s.n_heads * s.head_dim if eager and s.kv_heads < s.n_heads else 0
     core = 2 * probs if eager else n * s.n_heads * s.head_dim  # eager: scores and softmax
+    if eager and s.positions == "rope" and work.itemsize < 4:
+        # Llama's eager softmax(dtype=float32) on 16-bit scores: a float32 copy, then the
+        # float32 result, beside the masked scores (8 bytes more per score, in elements here)
+        core = probs * (1 + 8 / work.itemsize)
     table = HF_GATE_TENSORS if s.gated else HF_ACTIVATION_TENSORS
     mlp = n * s.d_ff * (table[_activation(s)] + (1 if s.gated else 0))
     phases = [
