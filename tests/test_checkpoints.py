@@ -420,7 +420,7 @@ def test_bad_tokenizer_json_is_named(gpt2_dir: Path) -> None:
     assert info.value.message.startswith(f"{gpt2_dir / 'tokenizer.json'}: cannot be loaded as a tokenizer (")
 
 
-@pytest.mark.parametrize("args", [["run", "--text", "a b"], ["generate", "--prompt", "a"]])
+@pytest.mark.parametrize("args", [["run", "--text", "a b"], ["generate", "--text", "a"]])
 def test_bad_tokenizer_json_through_the_cli(invoke, gpt2_dir: Path, args: list[str]) -> None:
     (gpt2_dir / "tokenizer.json").write_text("{not json")
     result = invoke(args[0], str(gpt2_dir), *args[1:])

@@ -23,23 +23,41 @@ from tfcli.cli_options import (
     WeightsOpt,
     handle_errors,
     load_spec_arg as _load,
+    old_name,
+    one_text,
+    renamed,
 )
+from tfcli.dtypes import ActivationDtype, KvDtype, SweepDtype
 from tfcli.cli_perf import CausalHalfOpt, MacsOpt, MatmulsOnlyOpt, WindowOpt, flop_convention
 from tfcli.errors import EXIT_BAD_INPUT
-from tfcli.guard import GuardedGroup
-from tfcli.render.output import OutputFormat, emit, emit_text, stderr_console, with_progress
+from tfcli.guard import GuardedCommand, GuardedGroup
+from tfcli.render.output import (
+    OutputFormat, emit, emit_text, slow_status, stderr_console, with_progress,
+)
 
 app = typer.Typer(
     name="tfcli",
     help="Inspect and run Transformer architectures: exact parameter counts, per-op traces, "
     "a NumPy forward pass, KV-cached generation and depth sweeps.",
-    no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion for bash, zsh, fish
+    context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
     rich_markup_mode="rich",
     cls=GuardedGroup,  # one line per error, whatever fails (option errors, full disks, bugs)
 )
 
+
+
+SWEEP_SPEC = "lesson-tiny"  # depth-sweep's default SPEC: small enough for 64 layers in seconds
+
+
+class Sublayer(str, Enum):
+    """`tfcli depth-sweep --sublayer`: what one layer of the stack is (analysis/depth.py)."""
+
+    block = "block"
+    attention = "attention"
+    ffn = "ffn"
+    linear = "linear"
 
 
 class PoolChoice(str, Enum):
@@ -55,7 +73,7 @@ def command(*args: Any, **kwargs: Any) -> Callable[[F], F]:
     """`@app.command` with the error handling every command shares."""
 
     def register(func: F) -> F:
-        app.command(*args, **kwargs)(handle_errors(func))
+        app.command(*args, cls=GuardedCommand, **kwargs)(handle_errors(func))
         return func
 
     return register
@@ -70,7 +88,8 @@ def _version(value: bool) -> None:
 @app.callback()
 def _main(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version.")
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
+                           help="Show the version and exit.")
     ] = False,
 ) -> None:
     """Inspect and run Transformer architectures."""
@@ -79,36 +98,48 @@ def _main(
 @command("params")
 def params_cmd(
     spec: SpecArg,
-    context: Annotated[int | None, typer.Option(min=1, help="KV-cache context (default: max_seq_len).")] = None,
+    seq_len: Annotated[int | None, typer.Option("--seq-len", min=1, help="Tokens the KV cache holds per sequence (default: the spec's max_seq_len).")] = None,
     batch: Annotated[int, typer.Option(min=1, help="KV-cache batch size.")] = 1,
-    kv_dtype: Annotated[str, typer.Option(help="KV-cache dtype: float32, float16, bfloat16, int8.")] = "float32",
+    kv_dtype: Annotated[KvDtype, typer.Option(help="KV-cache dtype.")] = "float32",
+    layers: LayersOpt = None,
     fmt: FormatOpt = OutputFormat.table,
+    context: Annotated[int | None, old_name("--context", "--seq-len", min=1)] = None,
 ) -> None:
     """Parameter count per component, exact to the parameter; memory; KV cache.
 
-    Example: tfcli params llama-3-8b --context 8192 --batch 4 --kv-dtype bfloat16
+    Example: tfcli params llama-3-8b --seq-len 8192 --batch 4 --kv-dtype bfloat16
     """
     from tfcli.analysis.params_report import build_params_report
     from tfcli.analysis.stored import stored_for
-    from tfcli.dtypes import KV_DTYPES, check_dtype
     from tfcli.render.params import render_params
 
-    check_dtype("--kv-dtype", kv_dtype, KV_DTYPES)
-    loaded = _load(spec)
-    report = build_params_report(loaded, context=context, batch=batch, kv_dtype=kv_dtype,
-                                 stored=stored_for(spec, loaded))
+    seq_len = renamed("--context", "--seq-len", context, seq_len)
+    loaded = _load(spec, layers)
+    stored = None if layers else stored_for(spec, loaded)  # a checkpoint stores every layer
+    report = build_params_report(loaded, context=seq_len, batch=batch, kv_dtype=kv_dtype.value,
+                                 stored=stored)
     emit(report, fmt, lambda: render_params(report))
 
 
 @command("specs")
-def specs_cmd(fmt: FormatOpt = OutputFormat.table) -> None:
-    """The bundled specs, one line each: family, layers, d_model, total parameters.
+def specs_cmd(
+    name: Annotated[str | None, typer.Argument(metavar="NAME", help="A bundled spec: print its YAML as shipped, to start your own from (tfcli specs gpt2 > my.yaml).", show_default=False)] = None,
+    fmt: FormatOpt = OutputFormat.table,
+) -> None:
+    """The bundled specs, one line each: family, layers, d_model, total parameters; with NAME,
+    that spec's YAML. lesson-tiny is a 4-block decoder of d_model 16 (16,704 parameters): every
+    command runs on it in milliseconds.
 
-    Example: tfcli specs --format json
+    Example: tfcli specs llama-3-8b > my-llama.yaml
     """
     from tfcli.analysis.catalog import build_catalog
     from tfcli.render.catalog import render_catalog
 
+    if name is not None:
+        from tfcli.spec_io import bundled_spec_text
+
+        emit_text(bundled_spec_text(name))
+        return
     catalog = build_catalog()
     emit(catalog, fmt, lambda: render_catalog(catalog))
 
@@ -176,8 +207,9 @@ def import_config_cmd(
 @command("run")
 def run_cmd(
     spec: SpecArg,
+    text_args: Annotated[list[str] | None, typer.Argument(metavar="TEXT", help="Input texts (as --text).", show_default=False)] = None,
     text: Annotated[list[str] | None, typer.Option(help="Input text (UTF-8 bytes, or the checkpoint's tokenizer.json); repeat it for a batch, each text encoded alone and right-padded under a mask.")] = None,
-    tokens: Annotated[str | None, typer.Option(help="Input token ids, e.g. 1,2,3.")] = None,
+    tokens: Annotated[str | None, typer.Option(metavar="IDS", help="Input token ids, e.g. 1,2,3.")] = None,
     target: Annotated[str | None, typer.Option(help="Encoder-decoder: decoder input text.")] = None,
     batch: Annotated[int, typer.Option(min=1, help="Random input: sequences.")] = 1,
     seq_len: Annotated[int | None, typer.Option(min=1, help="Random input: length (default 16).")] = None,
@@ -185,27 +217,29 @@ def run_cmd(
     layers: LayersOpt = None,
     dtype: DtypeOpt = "float32",
     seed: SeedOpt = 0,
-    save_npz: Annotated[str | None, typer.Option(help="Write tokens, hidden states and logits to FILE.npz.")] = None,
+    save_npz: Annotated[str | None, typer.Option(metavar="FILE.npz", help="Write tokens, hidden states and logits to FILE.npz.")] = None,
     truncate: Annotated[bool, typer.Option("--truncate", help="Cut a --text / --target longer than the model takes (keeps its start) instead of refusing it.")] = False,
     pool: Annotated[PoolChoice | None, typer.Option("--pool", help="Sentence embedding: mean over the real tokens (the default for encoders, as sentence-transformers), cls (the first token), last (the last real token), none.")] = None,
     normalize: Annotated[bool, typer.Option("--normalize", help="L2-normalise the sentence embedding.")] = False,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
-    """A real forward pass: per-position output norms, logits, top-5 next tokens, loss, timing,
-    and a sentence embedding (--pool; encoders by default) with the texts' cosine similarities.
+    """A real forward pass: logits, top-5 next tokens, loss, timing, output norms, and a
+    sentence embedding (--pool; encoders by default) with the texts' cosine similarities.
 
-    Example: tfcli run gpt2 --text "The Transformer is" --layers 2
+    Example: tfcli run gpt2 "The Transformer is" --layers 2
     """
     from tfcli.analysis.model_source import load_model
     from tfcli.analysis.run import build_inputs, check_npz_path, default_pooling, run_forward, run_plan
     from tfcli.analysis.run import save_npz as write_npz
     from tfcli.render.run import render_run
 
+    text = [*(text_args or []), *(text or [])] or None  # TEXT... and --text: one list
     if save_npz is not None:
         check_npz_path(save_npz)  # before the work, not after it
     plan = functools.partial(run_plan, text=text, tokens=tokens, target=target, batch=batch, seq_len=seq_len)
-    model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed,
-                       estimate=plan)
+    with slow_status("loading the weights (random ones are drawn, a checkpoint is read)"):
+        model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype.value,
+                           seed=seed, estimate=plan)
     inputs = build_inputs(model.spec, text=text, tokens=tokens, target=target, batch=batch,
                           seq_len=seq_len, seed=seed, weights_dir=model.weights_dir,
                           truncate=truncate)
@@ -224,15 +258,16 @@ def run_cmd(
 @command("generate")
 def generate_cmd(
     spec: SpecArg,
-    prompt: Annotated[str | None, typer.Option(help="Prompt text (UTF-8 bytes, or the checkpoint's tokenizer.json).")] = None,
-    tokens: Annotated[str | None, typer.Option(help="Prompt token ids, e.g. 1,2,3.")] = None,
+    text_arg: Annotated[str | None, typer.Argument(metavar="TEXT", help="The prompt (as --text).", show_default=False)] = None,
+    text: Annotated[str | None, typer.Option("--text", help="Prompt text (UTF-8 bytes, or the checkpoint's tokenizer.json).")] = None,
+    tokens: Annotated[str | None, typer.Option(metavar="IDS", help="Prompt token ids, e.g. 1,2,3.")] = None,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Tokens to generate.")] = 32,
     temperature: Annotated[float, typer.Option(min=0.0, help="0 = greedy.")] = 0.0,
     top_k: Annotated[int | None, typer.Option(min=1, help="Sample among the k most likely.")] = None,
     top_p: Annotated[float | None, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = None,
     stop_token: Annotated[int | None, typer.Option(help="Also stop when this id is produced.")] = None,
     ignore_eos: Annotated[bool, typer.Option("--ignore-eos", help="Do not stop at the checkpoint's end-of-sequence token(s) (generation_config.json / GGUF eos).")] = False,
-    truncate: Annotated[bool, typer.Option("--truncate", help="Cut a --prompt too long to leave room for the new tokens (keeps its end) instead of refusing it.")] = False,
+    truncate: Annotated[bool, typer.Option("--truncate", help="Cut a prompt too long to leave room for the new tokens (keeps its end) instead of refusing it.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Recompute the whole prefix every step.")] = False,
     check_cache: Annotated[bool, typer.Option("--check-cache", help="Run cached and uncached; exit 1 unless equal.")] = False,
     compare: Annotated[bool, typer.Option("--compare", help="Run cached and uncached; report the speed-up.")] = False,
@@ -241,10 +276,11 @@ def generate_cmd(
     dtype: DtypeOpt = "float32",
     seed: SeedOpt = 0,
     fmt: FormatOpt = OutputFormat.table,
+    old_prompt: Annotated[str | None, old_name("--prompt", "--text")] = None,
 ) -> None:
     """Autoregressive generation with a KV cache, streamed live, checked against recomputation.
 
-    Example: tfcli generate gpt2 --prompt "Hello" --max-new-tokens 20 --layers 2 --check-cache
+    Example: tfcli generate gpt2 "Hello" --max-new-tokens 20 --layers 2 --check-cache
     """
     from tfcli.analysis.generation import generate_plan, generate_text, prompt_tokens
     from tfcli.analysis.generation_mode import GenerationMode
@@ -254,13 +290,15 @@ def generate_cmd(
     from tfcli.errors import CheckFailedError
     from tfcli.render.generate import render_generate, stream_generation
 
+    prompt = one_text(text_arg, renamed("--prompt", "--text", old_prompt, text))
     mode = GenerationMode.from_flags(no_cache=no_cache, check_cache=check_cache, compare=compare)
     sampling = SamplingConfig(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
     sampling.validate()  # before any weight exists
     plan = functools.partial(generate_plan, prompt=prompt, tokens=tokens, max_new_tokens=max_new_tokens,
                    mode=mode)
-    model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype, seed=seed,
-                       estimate=plan)
+    with slow_status("loading the weights (random ones are drawn, a checkpoint is read)"):
+        model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype.value,
+                           seed=seed, estimate=plan)
     given = prompt_tokens(model, prompt, tokens, max_new_tokens=max_new_tokens, truncate=truncate)
     from tfcli.checkpoints.eos import eos_tokens
 
@@ -284,7 +322,7 @@ def trace_cmd(
     src_len: Annotated[int | None, typer.Option(min=1, help="Encoder-decoder: source length.")] = None,
     tgt_len: Annotated[int | None, typer.Option(min=1, help="Encoder-decoder: target length.")] = None,
     depth: Annotated[int, typer.Option(min=1, max=3, help="Fold rows: 1 block, 2 sublayer, 3 op.")] = 3,
-    dtype: Annotated[str, typer.Option(help="Activation dtype for the byte column.")] = "float32",
+    dtype: Annotated[ActivationDtype, typer.Option(help="Activation dtype for the byte column.")] = "float32",
     execute: Annotated[bool, typer.Option("--execute", help="Run a real forward pass and check every shape.")] = False,
     macs: MacsOpt = False,
     causal_half: CausalHalfOpt = False,
@@ -303,7 +341,7 @@ def trace_cmd(
 
     model_spec = _load(spec, layers)
     report = build_trace(model_spec, batch=batch, seq_len=seq_len, src_len=src_len,
-                         tgt_len=tgt_len, dtype=dtype).at_depth(depth)
+                         tgt_len=tgt_len, dtype=dtype.value).at_depth(depth)
     from tfcli.analysis.flop_convention import apply_convention
 
     convention = flop_convention(macs, causal_half, window, matmuls_only)
@@ -339,15 +377,15 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
 
 @command("depth-sweep")
 def depth_sweep_cmd(
-    spec: Annotated[str | None, typer.Argument(help="Spec whose block is stacked (not needed for --sublayer linear).", show_default=False)] = None,
-    depths: Annotated[str, typer.Option(help="Depths measured, in one pass to the largest.")] = "1,2,4,8,16,32,64",
-    variants: Annotated[str, typer.Option(help="pre, post, plain, residual-no-norm.")] = "pre,post,plain",
-    sublayer: Annotated[str, typer.Option(help="block | attention | ffn | linear (the lessons' LN + d×d matrix).")] = "block",
+    spec: Annotated[str | None, typer.Argument(help=f"Spec whose block is stacked (default: {SWEEP_SPEC}, a pre-LN decoder block of d_model 16, 4 heads, d_ff 64; none for --sublayer linear).", show_default=False)] = None,
+    depths: Annotated[str, typer.Option(metavar="LIST", help="Depths measured, in one pass to the largest.")] = "1,2,4,8,16,32,64",
+    variants: Annotated[str, typer.Option(metavar="LIST", help="Stacks compared, from pre, post, plain, residual-no-norm.")] = "pre,post,plain",
+    sublayer: Annotated[Sublayer, typer.Option(help="What is stacked: the whole block, attention or the FFN alone, or linear (LayerNorm then a random d×d matrix, no spec needed).")] = "block",
     seq_len: Annotated[int, typer.Option(min=1, help="Positions per sequence.")] = 16,
     batch: Annotated[int, typer.Option(min=1, help="Sequences.")] = 1,
     seed: SeedOpt = 0,
-    dtype: Annotated[str, typer.Option(help="float64 or float32.")] = "float64",
-    share_weights: Annotated[bool, typer.Option("--share-weights", help="Reuse one layer at every depth (the lesson's exercise).")] = False,
+    dtype: Annotated[SweepDtype, typer.Option(help="float64 by default: a collapsed rank or a vanishing gain shows down to 1e-16, not float32's 1e-7 rounding floor.")] = "float64",
+    share_weights: Annotated[bool, typer.Option("--share-weights", help="Reuse one layer's weights at every depth (one matrix applied L times: its spectrum decides the signal).")] = False,
     init_std: Annotated[float | None, typer.Option(help="Override the spec's init_std.")] = None,
     weight_scale: Annotated[float | None, typer.Option(help="--sublayer linear: std of the d×d matrix (default 1/sqrt(d)).")] = None,
     d_model: Annotated[int | None, typer.Option(help="Override d_model (linear: default 16).")] = None,
@@ -355,7 +393,7 @@ def depth_sweep_cmd(
     n_kv_heads: Annotated[int | None, typer.Option(help="Override n_kv_heads.")] = None,
     d_ff: Annotated[int | None, typer.Option(help="Override d_ff.")] = None,
     directions: Annotated[int, typer.Option(min=1, help="Random directions averaged for the Jacobian gain.")] = 3,
-    plot: Annotated[str | None, typer.Option(help="Also write the chart to FILE.png (needs tfcli[plot]).")] = None,
+    plot: Annotated[str | None, typer.Option(metavar="FILE.png", help="Also write the chart to FILE.png (needs tfcli[plot]: pip install 'tfcli[plot]').")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
@@ -370,10 +408,12 @@ def depth_sweep_cmd(
                  "init_std": init_std}
     options = DepthSweepOptions(
         depths=_int_list(depths, "--depths"), variants=tuple(v.strip() for v in variants.split(",")),
-        sublayer=sublayer, seq_len=seq_len, batch=batch, seed=seed, dtype=dtype,
+        sublayer=sublayer.value, seq_len=seq_len, batch=batch, seed=seed, dtype=dtype.value,
         share_weights=share_weights, weight_scale=weight_scale, overrides=overrides,
         n_directions=directions,
     )
+    if spec is None and sublayer is not Sublayer.linear:
+        spec = SWEEP_SPEC
     model_spec = _load(spec) if spec is not None else None
     check_depth_sweep(model_spec, options)
     if plot is not None:  # `--plot ''` is refused by name, not taken as no plot

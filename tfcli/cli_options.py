@@ -11,8 +11,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from tfcli.dtypes import EngineDtype
 from tfcli.errors import TfcliError
-from tfcli.guard import report_error
+from tfcli.guard import RENAMED_OPTIONS, report_error, say
 from tfcli.render.output import OutputFormat
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -28,14 +29,16 @@ SpecArg = Annotated[
                    "model directory with config.json.", show_default=False),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed for every random draw.")]
-DtypeOpt = Annotated[str, typer.Option("--dtype", help="Engine dtype: float32 or float64.")]
+DtypeOpt = Annotated[EngineDtype, typer.Option("--dtype", help="What the engine computes in.")]
 LayersOpt = Annotated[
     int | None,
-    typer.Option("--layers", min=1, help="Truncate every stack to K blocks (to fit big specs)."),
+    typer.Option("--layers", min=1, metavar="K", help="Truncate every stack to K blocks (to fit big specs)."),
 ]
 WeightsOpt = Annotated[
     str | None,
-    typer.Option("--weights", help="Hugging Face model directory (config.json + safetensors)."),
+    typer.Option("--weights", metavar="DIR", help="Tensors from this Hugging Face model directory "
+                 "(safetensors), the architecture from SPEC: an edited spec over a checkpoint's "
+                 "weights. To take both from DIR, give DIR as SPEC."),
 ]
 
 
@@ -51,6 +54,38 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(report_error(exc)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+T = TypeVar("T")
+
+
+def old_name(old: str, new: str, **kwargs: Any) -> Any:
+    """The typer.Option kept, hidden, under a renamed option's old name for one release (read
+    it through `renamed`); a mistyped name is then pointed at the new one."""
+    RENAMED_OPTIONS[old] = new
+    return typer.Option(old, hidden=True, help=f"Old name of {new}.", **kwargs)
+
+
+def renamed(old: str, new: str, old_value: T | None, new_value: T) -> T:
+    """The value of an option that was renamed: its old name stays, hidden, for one release and
+    says so on stderr; both at once is refused (which one should win?)."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        from tfcli.errors import BadInputError
+
+        raise BadInputError(f"{old} is the old name of {new}: give {new} alone")
+    say(f"tfcli: note: {old} is deprecated and goes in the next release; use {new}")
+    return old_value
+
+
+def one_text(positional: str | None, option: str | None) -> str | None:
+    """The text given as an argument (`tfcli generate gpt2 "Hello"`) or as --text."""
+    if positional is not None and option is not None:
+        from tfcli.errors import BadInputError
+
+        raise BadInputError("give the text as an argument or as --text, not both")
+    return option if positional is None else positional
 
 
 def load_spec_arg(spec_arg: str, layers: int | None = None) -> Any:

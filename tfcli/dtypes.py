@@ -7,6 +7,8 @@ codes (F32, BF16, F8_E4M3, ...) are a file format's, and stay in tfcli.checkpoin
 
 from __future__ import annotations
 
+from enum import Enum
+
 from tfcli.errors import BadInputError, not_one_of
 
 DTYPE_BYTES: dict[str, float] = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2, "int8": 1, "int4": 0.5}
@@ -23,3 +25,16 @@ def check_dtype(option: str, value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise BadInputError(not_one_of(option, value, allowed))
     return value
+
+
+def _choice(name: str, values: tuple[str, ...]) -> type[Enum]:
+    """A str Enum of `values`: the typed choice an option takes, so its --help lists them and a
+    wrong value is one line naming those allowed."""
+    return Enum(name, [(value, value) for value in values], type=str)  # type: ignore[return-value]
+
+
+# One Enum per option's set above (the CLI's --dtype / --kv-dtype types).
+EngineDtype: type[Enum] = _choice("EngineDtype", ENGINE_DTYPES)
+ActivationDtype: type[Enum] = _choice("ActivationDtype", ACTIVATION_DTYPES)
+KvDtype: type[Enum] = _choice("KvDtype", KV_DTYPES)
+SweepDtype: type[Enum] = _choice("SweepDtype", SWEEP_DTYPES)

@@ -13,7 +13,10 @@ EXIT_BAD_INPUT = 2  # the user's input (spec, option, file) is wrong
 EXIT_OUTPUT_FAILED = 74  # the result could not be written (sysexits.h EX_IOERR: disk full)
 EXIT_INTERNAL = 70  # a bug in tfcli (sysexits.h EX_SOFTWARE): an exception no check expected
 EXIT_INTERRUPTED = 130  # Ctrl-C: 128 + SIGINT, as a shell reports it
-EXIT_BROKEN_PIPE = 141  # the reader left (`| head -1`): 128 + SIGPIPE, as for any writer killed by it
+# The reader left (`| head -3`): it took what it wanted and what it read is right, so success,
+# as `head` users expect (git, ls and grep exit 0 there too); 141 (128 + SIGPIPE) failed every
+# `set -o pipefail` script and CI step that previews a table with head.
+EXIT_BROKEN_PIPE = 0
 
 
 class TfcliError(Exception):

@@ -7,7 +7,7 @@ and maps every outcome (so `tfcli ...`, `python -m tfcli` and CliRunner tests al
     option error (click's UsageError)        one line naming the option, did-you-mean      2
     TfcliError                               its message                                   its code
     stdout cannot take the output            "cannot write the output: ...", any buffering 74
-    stdout's reader left (`| head -1`)       nothing                                       141
+    stdout's reader left (`| head -1`)       nothing                                       0
     MemoryError / RecursionError             the input is too big / nested too deeply      2
     Ctrl-C                                   nothing                                       130
     anything else                            "internal error (a bug ...)"                  70
@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from tfcli.errors import (
     EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OUTPUT_FAILED,
@@ -42,15 +42,19 @@ MAX_MESSAGE_CHARS = 4000  # an error line longer than this is cut, saying how mu
 MAX_DETAIL_CHARS = 200  # of an unexpected exception's text
 MAX_SHOWN_VALUE = 60  # of an option value echoed in a message
 PREFIX = "tfcli: error: "
+# Renamed options: old name -> new (tfcli.cli_options.old_name fills it), so a did-you-mean
+# names the option to use, not the hidden old one.
+RENAMED_OPTIONS: dict[str, str] = {}
 
 
 class GuardedGroup(TyperGroup):
-    """The app's click group; every run goes through `run_guarded`."""
+    """The app's click group; every run goes through `run_guarded`. Bare `tfcli` is
+    `tfcli --help` (exit 0); help is tfcli's own plain text (tfcli/help.py)."""
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              **extra: Any) -> Any:
-        argv = list(sys.argv[1:] if args is None else args)
+        argv = list(sys.argv[1:] if args is None else args) or ["--help"]
 
         def invoke() -> Any:
             check_integer_options(self, argv)
@@ -61,6 +65,20 @@ class GuardedGroup(TyperGroup):
         if standalone_mode:
             sys.exit(code)
         return code
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from tfcli.help import command_help
+
+        formatter.write(command_help(self, ctx))
+
+
+class GuardedCommand(TyperCommand):
+    """Every tfcli command: its help is tfcli's own plain text, the same under any typer."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from tfcli.help import command_help
+
+        formatter.write(command_help(self, ctx))
 
 
 # --- integer options ------------------------------------------------------------------------
@@ -265,7 +283,8 @@ def _click_message(exc: typer.TyperException, argv: list[str]) -> str:
     """click's text flattened to one line; a bad option value led by the option and the value."""
     possibilities = getattr(exc, "possibilities", None)
     if possibilities:  # click ranked them with difflib, closest first
-        return f"{exc.message}; did you mean {' or '.join(possibilities)}?"  # closest first
+        names = dict.fromkeys(RENAMED_OPTIONS.get(p, p) for p in possibilities)
+        return f"{exc.message}; did you mean {' or '.join(names)}?"  # closest first
     param = getattr(exc, "param", None)
     opts = [opt for opt in getattr(param, "opts", ()) if opt.startswith("-")]
     if not opts or not exc.message:  # arguments, usage of an option, unknown commands
@@ -355,7 +374,7 @@ def _internal_error(exc: BaseException) -> int:
 
 
 def _output_failed(exc: OSError, code: int) -> int:
-    """stdout refused a write: quiet 141 for a reader that left, else one line and 74 (unless
+    """stdout refused a write: a quiet 0 for a reader that left, else one line and 74 (unless
     the command has said it already)."""
     if exc.errno == errno.EPIPE:
         return EXIT_BROKEN_PIPE
@@ -372,6 +391,6 @@ def _settle_stdout(code: int, out: WatchedStream) -> int:
         code = _output_failed(exc, code)
     if out.failure is not None:
         if out.failure.errno == errno.EPIPE:
-            code = EXIT_BROKEN_PIPE  # click turned it into exit 1 on its way out
+            code = EXIT_BROKEN_PIPE  # whatever the command was about to return
         _silence(out.stream, 1)
     return code

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from tfcli.errors import (
     MAX_SHOWN_PROBLEMS,
+    BadInputError,
     Problem,
     SpecConsistencyError,
     SpecError,
@@ -51,6 +52,16 @@ def bundled_spec_names() -> list[str]:
 
 def bundled_spec_path(name: str) -> Path:
     return Path(str(resources.files("tfcli").joinpath(BUNDLED_DIR).joinpath(f"{name}.yaml")))
+
+
+def bundled_spec_text(name: str) -> str:
+    """A bundled spec's YAML exactly as shipped, comments and sources included (`tfcli specs
+    NAME`: the file to start a new spec from, where no git checkout has specs/)."""
+    if not is_bundled_name(name):
+        names = bundled_spec_names()
+        raise BadInputError(f"no bundled spec {shown(name, 60)}{_did_you_mean(name, names)} "
+                            f"(`tfcli specs` lists them)")
+    return bundled_spec_path(name).read_text(encoding="utf-8")
 
 
 def is_bundled_name(arg: str) -> bool:

@@ -122,14 +122,15 @@ def test_generate_estimate_counts_cache_and_kept_logits() -> None:
 
 
 def test_check_fits_one_line_with_both_figures_and_the_source() -> None:
-    estimate = MemoryEstimate("run of x", (("weights", 3 * GB), ("logits", 10 * GB)), "--batch")
-    assert check_fits(estimate, MemoryLimit(13 * GB, "RLIMIT_AS soft limit")) == 13 * GB
+    gib = 2**30  # the guard says GiB, as `tfcli params` does
+    estimate = MemoryEstimate("run of x", (("weights", 3 * gib), ("logits", 10 * gib)), "--batch")
+    assert check_fits(estimate, MemoryLimit(13 * gib, "RLIMIT_AS soft limit")) == 13 * gib
     with pytest.raises(BadInputError) as err:
-        check_fits(estimate, MemoryLimit(2 * GB, "cgroup memory.max"))
+        check_fits(estimate, MemoryLimit(2 * gib, "cgroup memory.max"))
     message = err.value.message
     assert "\n" not in message
-    assert message == ("run of x needs about 13.0 GB (logits 10.0 GB, weights 3 GB), over the "
-                       "2 GB this process may use (cgroup memory.max); reduce --batch")
+    assert message == ("run of x needs about 13.0 GiB (logits 10.0 GiB, weights 3 GiB), over the "
+                       "2 GiB this process may use (cgroup memory.max); reduce --batch")
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -189,7 +190,7 @@ def _sweep(**kwargs):
 @pytest.mark.parametrize("spec_name, kwargs, match", [
     (None, {"sublayer": "linear", "depths": (10**8,)}, "--depths must be integers from 1 to 10,000"),
     (None, {"sublayer": "linear", "overrides": {"d_model": 200_000}, "depths": (1,), "seq_len": 1},
-     "needs about 800.2 GB"),
+     "needs about 745.2 GiB"),
     ("gpt2", {"seq_len": 10**6}, "needs about"),  # memory is checked first
     ("gpt2", {"batch": 10**5}, "needs about"),
     ("gpt2", {"n_directions": 10**6}, "needs about"),
@@ -293,6 +294,6 @@ def test_gb_gives_significant_digits_only() -> None:
     """Past a petabyte the figure is a float: digits beyond its precision must not print."""
     from tfcli.analysis.memory import gb
 
-    assert gb(275.9e9) == "275.9 GB"
-    assert gb(238_000) == "0.000238 GB"
-    assert gb(2_835_148_800 * 10**27) == "2.84e+27 GB"
+    assert gb(275.9e9) == "257.0 GiB"  # GiB, as `tfcli params` prints memory
+    assert gb(238_000) == "0.000222 GiB"
+    assert gb(2_835_148_800 * 10**27) == "2.64e+27 GiB"

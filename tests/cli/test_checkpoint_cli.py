@@ -95,6 +95,6 @@ def test_text_uses_the_checkpoints_tokenizer_json(invoke, gpt2_dir: Path, tmp_pa
     tokenizer.save(str(model_dir / "tokenizer.json"))
     data = json.loads(invoke("run", str(model_dir), "--text", "hello world", "-f", "json").stdout)
     assert data["tokens"] == [[7, 42]]
-    gen = json.loads(invoke("generate", str(model_dir), "--prompt", "world hello",
+    gen = json.loads(invoke("generate", str(model_dir), "--text", "world hello",
                             "--max-new-tokens", "2", "-f", "json").stdout)
     assert gen["prompt_tokens"] == [42, 7]

@@ -38,7 +38,7 @@ def test_spec_sweep_json_and_csv(invoke) -> None:
 
 def test_errors(invoke, tmp_path) -> None:
     cases = [
-        (["depth-sweep"], "linear"),  # a block sweep needs a spec
+        (["depth-sweep", "--sublayer", "attention", "--d-model", "0"], "d_model"),
         (["depth-sweep", "lesson-tiny", "--variants", "sideways"], "sideways"),
         (["depth-sweep", "lesson-tiny", "--depths", "a,b"], "--depths"),
         (["depth-sweep", "lesson-tiny", "--depths", "1,,4"], "--depths"),

@@ -129,7 +129,7 @@ def test_all_global_layer_types_need_no_window(model_dir: Path, tmp_path: Path) 
     ({"layer_types": ["sliding_attention"]}, ["layer_types", "1 entries for 3 layers"]),
     ({"layer_types": "sliding_attention"}, ["layer_types", "list of strings"]),
     ({"head_dim": 7}, ["d_head"]),  # RoPE needs an even width
-    ({"num_hidden_layers": 10**9, "layer_types": None}, ["needs about", "GB"]),  # sized first
+    ({"num_hidden_layers": 10**9, "layer_types": None}, ["needs about", "GiB"]),  # sized first
 ])
 def test_hostile_values_give_one_clear_error(invoke, model_dir: Path, tmp_path: Path,  # noqa: ANN001
                                              change: dict, named: list[str]) -> None:

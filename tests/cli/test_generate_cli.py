@@ -19,7 +19,7 @@ def gen_json(invoke, *args: str) -> dict:
 
 
 def test_greedy_tokens_and_cache_bytes(invoke) -> None:
-    data = gen_json(invoke, "lesson-tiny", "--prompt", "Hi", "--max-new-tokens", "6")
+    data = gen_json(invoke, "lesson-tiny", "--text", "Hi", "--max-new-tokens", "6")
     assert data["prompt_tokens"] == [72, 105]
     assert len(data["tokens"]) == 6
     assert data["text"].startswith("Hi")
@@ -49,7 +49,7 @@ def test_compare_reports_speedup(invoke) -> None:
 
 
 def test_seeded_sampling_is_reproducible(invoke) -> None:
-    args = ["lesson-tiny", "--prompt", "abc", "--max-new-tokens", "10", "--temperature", "1.5",
+    args = ["lesson-tiny", "--text", "abc", "--max-new-tokens", "10", "--temperature", "1.5",
             "--top-k", "50", "--seed", "7"]
     first, again = gen_json(invoke, *args)["tokens"], gen_json(invoke, *args)["tokens"]
     assert first == again  # two separate runs with the same seed
@@ -65,7 +65,7 @@ def test_stop_token_ends_generation(invoke) -> None:
 
 
 def test_table_output_streams_then_summarises(invoke) -> None:
-    result = invoke("generate", "lesson-tiny", "--prompt", "Hi", "--max-new-tokens", "3")
+    result = invoke("generate", "lesson-tiny", "--text", "Hi", "--max-new-tokens", "3")
     assert result.exit_code == 0, result.output
     assert "decode" in result.stdout and "KV cache" in result.stdout and "equal" in result.stdout
 
@@ -83,10 +83,10 @@ def test_check_cache_failure_exits_1(monkeypatch, invoke) -> None:
 def test_errors_before_any_work(invoke) -> None:
     cases = [
         (["bert-base", "--tokens", "1"], "encoder-only"),
-        (["lesson-tiny", "--prompt", ""], "empty"),
+        (["lesson-tiny", "--text", ""], "empty"),
         (["lesson-tiny", "--tokens", "300"], "outside the vocabulary"),
         (["lesson-tiny", "--tokens", "1", "--max-new-tokens", "100"], "exceeds max_seq_len"),
-        (["lesson-tiny"], "exactly one of --prompt or --tokens"),
+        (["lesson-tiny"], "TEXT (or --text) or as --tokens: exactly one"),
         (["lesson-tiny", "--tokens", "1", "--no-cache", "--compare"], "at most one"),
     ]
     for args, expected in cases:
@@ -99,9 +99,9 @@ def test_errors_before_any_work(invoke) -> None:
 def test_small_vocabulary_names_the_option_given(invoke, write_spec) -> None:
     spec = write_spec("name: small\nfamily: decoder\nvocab_size: 100\nmax_seq_len: 32\n"
                       "d_model: 16\nn_heads: 2\nn_layers: 1\nd_ff: 32\n")
-    result = invoke("generate", str(spec), "--prompt", "hi")
+    result = invoke("generate", str(spec), "--text", "hi")
     assert result.exit_code == 2
-    assert result.stderr.startswith("tfcli: error: --prompt needs a vocabulary of at least 256")
+    assert result.stderr.startswith("tfcli: error: --text needs a vocabulary of at least 256")
 
 
 def test_truncation_options_under_greedy_decoding_get_a_note(invoke) -> None:

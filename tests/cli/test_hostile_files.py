@@ -256,7 +256,7 @@ def _write(path: Path, text: str | bytes) -> Path:
 SPEC_COMMANDS: list[tuple[str, ...]] = [
     ("params", "{}"), ("params", "{}", "-f", "json"), ("params", "{}", "-f", "csv"),
     ("trace", "{}"), ("trace", "{}", "--execute", "-f", "json"), ("run", "{}"),
-    ("run", "{}", "--text", "hi", "-f", "json"), ("generate", "{}", "--prompt", "hi", "--max-new-tokens", "2"),
+    ("run", "{}", "--text", "hi", "-f", "json"), ("generate", "{}", "--text", "hi", "--max-new-tokens", "2"),
     ("generate", "{}", "--tokens", "1,2", "--max-new-tokens", "2", "-f", "json"),
     ("validate", "{}"), ("validate", "{}", "-f", "json"), ("import-config", "{}"),
     ("depth-sweep", "{}", "--depths", "1,2", "-q"), ("depth-sweep", "{}", "--depths", "2", "-q", "-f", "csv"),
@@ -558,7 +558,7 @@ def _safetensors_cases(blob: bytes) -> list[tuple[str, bytes]]:
 CHECKPOINT_COMMANDS: list[tuple[str, ...]] = [
     ("run", "{}", "--tokens", "1,2"), ("run", "{}", "--text", "hi", "-f", "json"),
     ("generate", "{}", "--tokens", "1", "--max-new-tokens", "2", "-f", "json"),
-    ("generate", "{}", "--prompt", "hi", "--max-new-tokens", "2"),
+    ("generate", "{}", "--text", "hi", "--max-new-tokens", "2"),
     ("run", "@spec", "--weights", "{}", "--tokens", "1,2", "-f", "csv"),
     ("params", "{}"), ("trace", "{}", "--execute", "-f", "json"),
 ]
@@ -678,8 +678,8 @@ def _tokenizer_cases() -> list[tuple[str, str | bytes]]:
 
 TOKENIZER_COMMANDS: list[tuple[str, ...]] = [
     ("run", "{}", "--text", "hi there"), ("run", "{}", "--text", "hi", "-f", "csv"),
-    ("generate", "{}", "--prompt", "hi", "--max-new-tokens", "3"),
-    ("generate", "{}", "--prompt", "hi there", "--max-new-tokens", "2", "-f", "json"),
+    ("generate", "{}", "--text", "hi", "--max-new-tokens", "3"),
+    ("generate", "{}", "--text", "hi there", "--max-new-tokens", "2", "-f", "json"),
     ("run", "{}", "--tokens", "1,2"),
 ]
 

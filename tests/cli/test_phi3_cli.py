@@ -121,7 +121,7 @@ def test_keys_phi3_ignores_change_nothing(invoke, model_dir: Path, tmp_path: Pat
      ["short_factor", "list"]),
     ({"num_key_value_heads": 3}, ["n_kv_heads"]),
     ({"sliding_window": -1}, ["sliding_window"]),
-    ({"num_hidden_layers": 10**9}, ["needs about", "GB"]),  # sized before any allocation
+    ({"num_hidden_layers": 10**9}, ["needs about", "GiB"]),  # sized before any allocation
 ])
 def test_hostile_values_give_one_clear_error(invoke, model_dir: Path, tmp_path: Path,  # noqa: ANN001
                                              change: dict, named: list[str]) -> None:

@@ -39,11 +39,11 @@ def _refused(result, *needles: str) -> str:
 @pytest.mark.parametrize(("args", "needles"), [
     (["run", "gpt2", "--seq-len", "1000000000"], ["--seq-len 1,000,000,000 exceeds max_seq_len 1,024"]),
     (["run", "gpt2", "--batch", "64", "--seq-len", "1024"],
-     ["needs about", "logits 13.2 GB", "over the 10.0 GB", "(cgroup memory.max)",
+     ["needs about", "logits 12.3 GiB", "over the 9.31 GiB", "(cgroup memory.max)",
       "--batch, --seq-len or --layers"]),
     (["run", "gpt2", "--batch", "1000000000000"], ["needs about"]),
     (["generate", "llama-2-7b", "--tokens", "1", "--max-new-tokens", "4000", "--check-cache"],
-     ["KV cache", "weights 27.0 GB", "--max-new-tokens"]),
+     ["KV cache", "weights 25.1 GiB", "--max-new-tokens"]),
     (["depth-sweep", "gpt2", "--depths", "100000000"], ["--depths must be integers from 1 to 10,000"]),
     (["depth-sweep", "--sublayer", "linear", "--d-model", "1000000", "--depths", "1"],
      ["needs about", "weights"]),

@@ -107,7 +107,7 @@ def test_save_npz(invoke, tmp_path: Path) -> None:
 def test_table_output(invoke) -> None:
     result = invoke("run", "lesson-tiny", "--text", "hi")
     assert result.exit_code == 0
-    for text in ("norm per position", "top-5", "GFLOP/s", "loss"):
+    for text in ("output norm", "top-5", "GFLOP/s", "loss"):
         assert text in result.stdout
 
 
@@ -174,7 +174,7 @@ def test_encoder_decoder_tokens_alone_report_the_decoder_start_token(invoke) -> 
 def test_memory_guard_refuses_with_figures(invoke) -> None:
     result = invoke("run", "mixtral-8x7b", "--dtype", "float64")
     assert result.exit_code == 2
-    assert "needs" in result.stderr and "GB" in result.stderr and "--layers" in result.stderr
+    assert "needs" in result.stderr and "GiB" in result.stderr and "--layers" in result.stderr
 
 
 def test_cross_entropy_matches_a_direct_formula() -> None:
@@ -193,7 +193,7 @@ def test_memory_guard_refuses_llama_2_70b_before_allocating(invoke, monkeypatch)
                         lambda sources=None: MemoryLimit(int(24.8e9), "MemAvailable"))
     result = invoke("run", "llama-2-70b", "--tokens", "1,2")
     assert result.exit_code == 2 and result.stdout == ""
-    assert "run of llama-2-70b (float32, batch 1, 2 tokens) needs about 275.9 GB (weights 275.9 GB" \
+    assert "run of llama-2-70b (float32, batch 1, 2 tokens) needs about 257.0 GiB (weights 257.0 GiB" \
         in result.stderr
-    assert ("over the 24.8 GB this process may use (MemAvailable); reduce "
+    assert ("over the 23.1 GiB this process may use (MemAvailable); reduce "
             "--batch, --seq-len or --layers") in result.stderr

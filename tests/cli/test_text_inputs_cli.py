@@ -53,7 +53,7 @@ def test_integer_lists_take_ascii_digits_only(invoke, args: list[str], needles: 
 
 @pytest.mark.parametrize(("args", "option"), [
     (["run", "lesson-tiny", "--text", "caf\udce9"], "--text"),
-    (["generate", "lesson-tiny", "--prompt", "\udcff"], "--prompt"),
+    (["generate", "lesson-tiny", "--text", "\udcff"], "--text"),
     (["run", "t5-small", "--layers", "1", "--text", "hi", "--target", "x\udc80"], "--target"),
 ])
 def test_non_utf8_text_is_one_line(invoke, args: list[str], option: str) -> None:
@@ -84,9 +84,9 @@ def test_run_refuses_a_text_longer_than_max_seq_len_and_truncate_cuts_it(invoke)
 
 def test_generate_truncate_keeps_the_prompts_end_and_leaves_room(invoke) -> None:
     prompt = "0123456789" * 6  # 60 ids; 64 - 8 new tokens leaves 56
-    one_line_error(invoke("generate", "lesson-tiny", "--prompt", prompt, "--max-new-tokens", "8"),
+    one_line_error(invoke("generate", "lesson-tiny", "--text", prompt, "--max-new-tokens", "8"),
                    "60 tokens", "56", "8 new tokens", "--truncate")
-    result = invoke("generate", "lesson-tiny", "--prompt", prompt, "--max-new-tokens", "8",
+    result = invoke("generate", "lesson-tiny", "--text", prompt, "--max-new-tokens", "8",
                     "--truncate", "-f", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -106,7 +106,7 @@ def test_truncate_without_a_text_is_refused(invoke, args: list[str]) -> None:
 def test_new_ids_past_the_byte_range_are_shown_and_explained(invoke, write_spec) -> None:
     spec = str(write_spec(WIDE_VOCAB))
     sampled = ["--max-new-tokens", "12", "--temperature", "1", "--seed", "0"]  # spread over 1,000 ids
-    result = invoke("generate", spec, "--prompt", "Hi", *sampled, "-f", "json")
+    result = invoke("generate", spec, "--text", "Hi", *sampled, "-f", "json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     new = data["tokens"]
@@ -116,13 +116,13 @@ def test_new_ids_past_the_byte_range_are_shown_and_explained(invoke, write_spec)
     assert all(f"<{t}>" in data["new_text"] for t in outside)
     assert data["text"] == "Hi" + data["new_text"]
     assert any(f"{len(outside)} of {len(new)} new ids are >= 256" in n for n in data["notes"])
-    table = invoke("generate", spec, "--prompt", "Hi", *sampled)
+    table = invoke("generate", spec, "--text", "Hi", *sampled)
     assert table.exit_code == 0 and f"<{outside[0]}>" in table.stdout
     assert "new ids are >= 256" in table.stdout
 
 
 def test_byte_range_ids_get_no_note(invoke) -> None:
-    data = json.loads(invoke("generate", "lesson-tiny", "--prompt", "Hi", "--max-new-tokens", "4",
+    data = json.loads(invoke("generate", "lesson-tiny", "--text", "Hi", "--max-new-tokens", "4",
                              "-f", "json").stdout)
     assert not any(">= 256" in note for note in data["notes"])
 

@@ -90,7 +90,7 @@ def test_execute_truncates_a_big_spec_to_the_layers_asked(invoke) -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["gpt2", "--src-len", "5"], "--src-len/--tgt-len apply to encoder-decoder specs"),
-    (["gpt2", "--dtype", "float8"], "--dtype must be one of float32, bfloat16, float16"),
+    (["gpt2", "--dtype", "float8"], "--dtype: 'float8' is not one of 'float32', 'bfloat16', 'float16'"),
     (["gpt2", "--seq-len", "2000"], "exceeds max_seq_len 1024"),
     (["gtp2"], "did you mean 'gpt2'?"),
 ])

@@ -100,7 +100,7 @@ def test_logits_match_transformers(loaded: Loaded) -> None:
 
 
 def test_greedy_generation_equals_transformers(loaded: Loaded) -> None:
-    code, out, err = run_in_memory("generate", str(loaded.path), "--prompt", loaded.case.prompt,
+    code, out, err = run_in_memory("generate", str(loaded.path), "--text", loaded.case.prompt,
                                    "--max-new-tokens", "32", "--check-cache", "--format", "json")
     assert code == 0, err
     result = json.loads(out)

@@ -188,7 +188,7 @@ def test_generated_text_cannot_drive_the_terminal(runner, monkeypatch) -> None:
     from tfcli.cli import app
 
     monkeypatch.setattr(ByteTokenizer, "decode", lambda self, ids: "[/]\x1b[2J\x07line\nnext")
-    result = runner.invoke(app, ["generate", "lesson-tiny", "--prompt", "Hi", "--max-new-tokens", "3"],
+    result = runner.invoke(app, ["generate", "lesson-tiny", "--text", "Hi", "--max-new-tokens", "3"],
                            env=WIDE)
     assert result.exit_code == 0, result.output
     assert_clean(result.stdout)

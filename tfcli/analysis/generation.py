@@ -148,19 +148,19 @@ class Prompt:
 
 def prompt_tokens(model: Model, prompt: str | None, tokens: str | None, *,
                   max_new_tokens: int = 0, truncate: bool = False) -> Prompt:
-    """Prompt ids from --prompt (tokenised alone) or --tokens; exactly one must be given. A
-    --prompt that leaves no room for max_new_tokens is refused, or with `truncate` cut to its
+    """Prompt ids from --text (tokenised alone) or --tokens; exactly one must be given. A
+    --text that leaves no room for max_new_tokens is refused, or with `truncate` cut to its
     last tokens (an encoder-decoder's source: its first, as `tfcli run` does)."""
     if (prompt is None) == (tokens is None):
-        raise BadInputError("give exactly one of --prompt or --tokens")
+        raise BadInputError("give the prompt as TEXT (or --text) or as --tokens: exactly one")
     if truncate and prompt is None:
-        raise BadInputError("--truncate cuts --prompt; it does not apply to --tokens")
+        raise BadInputError("--truncate cuts --text; it does not apply to --tokens")
     if tokens is not None:
         return Prompt(parse_token_list(tokens, model.spec.vocab_size), _optional_tokenizer(model))
     spec = model.spec
-    tokenizer = get_tokenizer(spec.vocab_size, model.weights_dir, "--prompt")
+    tokenizer = get_tokenizer(spec.vocab_size, model.weights_dir, "--text")
     if spec.family == "encoder-decoder":
-        encoded = fit_length(tokenizer, prompt or "", "--prompt", spec.max_seq_len,
+        encoded = fit_length(tokenizer, prompt or "", "--text", spec.max_seq_len,
                              truncate=truncate,
                              model_why=f"max_seq_len of {spec.name} is {spec.max_seq_len:,}")
     else:
@@ -168,11 +168,11 @@ def prompt_tokens(model: Model, prompt: str | None, tokens: str | None, *,
         if room < 1:
             raise BadInputError(f"--max-new-tokens {max_new_tokens:,} leaves no room for a prompt "
                                 f"in max_seq_len {spec.max_seq_len:,} of {spec.name}")
-        encoded = fit_length(tokenizer, prompt or "", "--prompt", room, truncate=truncate,
+        encoded = fit_length(tokenizer, prompt or "", "--text", room, truncate=truncate,
                              keep="end", model_why=f"max_seq_len {spec.max_seq_len:,} of {spec.name} "
                              f"less {max_new_tokens:,} new tokens leaves {room:,}")
     if not encoded.ids:
-        raise BadInputError("--prompt is empty: nothing to continue")
+        raise BadInputError("--text is empty: nothing to continue")
     return Prompt(encoded.ids, tokenizer, (encoded.note,) if encoded.note else ())
 
 

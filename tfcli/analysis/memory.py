@@ -62,13 +62,13 @@ class MemoryEstimate:
 
 
 def gb(n: int | float) -> str:
-    """Bytes in GB (10^9, as `tfcli params` prints memory) with enough digits to tell small
-    figures apart: 275.9 GB, 3.92 GB, 0.000238 GB; past a petabyte, 2.84e+18 GB (a float's
-    digits beyond the 16th are noise, not figures)."""
-    value = n / 1e9
+    """Bytes in GiB (2^30, the unit `tfcli params` prints memory in, so the guard's figure and
+    params' agree) with enough digits to tell small figures apart: 256.9 GiB, 3.65 GiB,
+    0.000222 GiB; past an exbibyte, 2.65e+18 GiB (a float's digits beyond the 16th are noise)."""
+    value = n / 2**30
     if value >= 1e6:
-        return f"{value:.3g} GB"
-    return f"{value:,.1f} GB" if value >= 10 else f"{value:.3g} GB"
+        return f"{value:.3g} GiB"
+    return f"{value:,.1f} GiB" if value >= 10 else f"{value:.3g} GiB"
 
 
 # --- reading the limits ------------------------------------------------------------------------
@@ -162,7 +162,7 @@ def memory_limit(sources: LimitSources | None = None) -> MemoryLimit:
 
 
 def describe(estimate: MemoryEstimate) -> str:
-    """'13.8 GB (logits 13.2 GB, weights 0.498 GB, ...)': the parts that matter, largest first."""
+    """'12.8 GiB (logits 12.3 GiB, weights 0.464 GiB, ...)': the parts that matter, largest first."""
     parts = sorted((p for p in estimate.parts if p[1] > 0), key=lambda p: -p[1])
     shown = ", ".join(f"{name} {gb(n)}" for name, n in parts[:4])
     return f"{gb(estimate.total)} ({shown})" if shown else gb(estimate.total)

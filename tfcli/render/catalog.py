@@ -23,7 +23,7 @@ def render_catalog(catalog: Catalog) -> RenderableType:
 
 
 def render_validation(report: ValidationReport) -> RenderableType:
-    table = FitTable(show_header=False, box=None)
+    table = FitTable(show_header=False, box=None, pad_edge=False)  # lines start with OK / BAD
     table.add_column("mark")
     table.add_column("detail")
     for r in report.results:

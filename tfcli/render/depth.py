@@ -28,6 +28,9 @@ FLAG_STYLES = {"collapse": "bold blue", "explosion": "bold red", "rank_collapse"
 BROKEN_STYLE = "bold white on red"
 GROUP_HEADER_STYLES = ("bold cyan", "bold green", "bold yellow", "bold magenta")
 CHART_TITLE = "output / input norm vs depth (log-log)"
+# One glyph per series, so the chart reads without colour (NO_COLOR, a pipe, the README); ASCII,
+# so an ASCII terminal shows the same glyphs.
+CHART_MARKERS = ("o", "x", "+", "*")
 PLOT_NEEDS_MATPLOTLIB = "--plot needs matplotlib: pip install 'tfcli[plot]'"
 
 
@@ -183,8 +186,8 @@ def terminal_chart(result: DepthSweepResult, width: int = 80, height: int = 20,
     fig.clear()
     fig.theme("simple")  # no canvas colour: readable on dark and light terminals alike
     fig.plot_size(width, height)
-    for label, xs, ys in chart.lines:
-        fig.draw(fig.signal(xs, ys).label(label).lines())
+    for (_, xs, ys), marker in zip(chart.lines, _markers(chart)):
+        fig.draw(fig.signal(xs, ys, marker=marker).lines())
     fig.ruler("x").ticks(*chart.x_ticks)
     fig.ruler("y").ticks(*chart.y_ticks)
     fig.ruler("y").lim(*chart.y_limits)
@@ -192,15 +195,26 @@ def terminal_chart(result: DepthSweepResult, width: int = 80, height: int = 20,
     fig.label("depth", "x")
     text = str(fig.build().string(colorless=colorless))
     fig.clear()
-    return text
+    return text + "\n" + chart_legend(chart)
+
+
+def _markers(chart: _Chart) -> list[str]:
+    return [CHART_MARKERS[i % len(CHART_MARKERS)] for i in range(len(chart.lines))]
+
+
+def chart_legend(chart: _Chart) -> str:
+    """The series' glyphs and names on a line under the chart: inside it, plotext's legend box
+    would cover the low-depth points."""
+    entries = [f"{marker} {label}" for (label, _, _), marker in zip(chart.lines, _markers(chart))]
+    return "    " + "   ".join(entries)
 
 
 def _plotext5(plt: Any, chart: _Chart, width: int, height: int, colorless: bool) -> str:
     plt.clear_figure()
     plt.theme("pro")  # plotext 5's theme without a canvas colour
     plt.plotsize(width, height)
-    for label, xs, ys in chart.lines:
-        plt.plot(xs, ys, label=label)
+    for (_, xs, ys), marker in zip(chart.lines, _markers(chart)):
+        plt.plot(xs, ys, marker=marker)
     plt.xticks(*chart.x_ticks)
     plt.yticks(*chart.y_ticks)
     plt.ylim(*chart.y_limits)
@@ -208,7 +222,7 @@ def _plotext5(plt: Any, chart: _Chart, width: int, height: int, colorless: bool)
     plt.xlabel("depth")
     text = str(plt.build())
     plt.clear_figure()
-    return str(plt.uncolorize(text)) if colorless else text
+    return (str(plt.uncolorize(text)) if colorless else text) + "\n" + chart_legend(chart)
 
 
 def check_png_possible(path: str | os.PathLike[str]) -> None:

@@ -26,7 +26,8 @@ def stream_generation(prompt: Sequence[int], tokenizer: Tokenizer | None, *,
     """Show the tokens as they arrive with rich Live, on stderr (stdout holds only the final
     result), gone once the block ends; yields the on_token callback for generate_text. With
     `live` False (json / csv output) nothing is shown and the callback is None."""
-    if not live:
+    console = stderr_console()
+    if not (live and console.is_terminal):  # elsewhere a live view is only a stray blank line
         yield None
         return
     shown_prompt = tokenizer.decode(list(prompt)) if tokenizer else str(list(prompt))
@@ -34,7 +35,7 @@ def stream_generation(prompt: Sequence[int], tokenizer: Tokenizer | None, *,
     def shown(new: list[int]) -> str:
         return tokenizer.decode(new) if tokenizer else " " + " ".join(map(str, new))
 
-    with Live(render_stream(shown_prompt, ""), console=stderr_console(), transient=True,
+    with Live(render_stream(shown_prompt, ""), console=console, transient=True,
               refresh_per_second=20) as view:
         yield lambda new: view.update(render_stream(shown_prompt, shown(new)))
 
@@ -63,14 +64,23 @@ def _kv_row(table: FitTable, result: GenerateResult) -> None:
                                             f"({human_bytes(allocated)}) ", mark))
 
 
+SHOWN_TOKENS = 24  # new token ids listed in the table; --format json has them all
+
+
+def _token_list(tokens: Sequence[int]) -> str:
+    """`30: [1, 2, ...] … and 6 more (--format json lists all)`."""
+    shown = f"{len(tokens)}: {list(tokens[:SHOWN_TOKENS])}"
+    left = len(tokens) - SHOWN_TOKENS
+    return shown if left <= 0 else f"{shown} … and {left} more (--format json lists all)"
+
+
 def render_generate(result: GenerateResult) -> RenderableType:
     table = FitTable(title="generation", show_header=False)
     table.add_column("what")
     table.add_column("value")
     table.add_row("spec", f"{result.spec_name} ({result.dtype}, {result.origin})")
     table.add_row("prompt tokens", str(len(result.prompt_tokens)))
-    table.add_row("new tokens", f"{len(result.new_tokens)}: {result.new_tokens[:24]}"
-                  + (" …" if len(result.new_tokens) > 24 else ""))
+    table.add_row("new tokens", _token_list(result.new_tokens))
     if result.cached:
         _timing_rows(table, "cached", result.cached)
     if result.uncached:

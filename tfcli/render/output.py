@@ -11,8 +11,11 @@ import csv
 import json
 import math
 import os
+import re
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from enum import Enum
 from typing import Any, Protocol
 
@@ -96,7 +99,23 @@ def _write(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType
 
         sys.stdout.write(result_markdown(result))
     else:
-        stdout_console().print(table())
+        sys.stdout.write(_tidy(_captured(table())))
+
+
+def _captured(renderable: RenderableType) -> str:
+    console = stdout_console()
+    with console.capture() as captured:
+        console.print(renderable)
+    return captured.get()
+
+
+_TRAILING_SPACES = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$", re.M)  # before any closing styles
+
+
+def _tidy(text: str) -> str:
+    """A table as text people copy and diff: no blank lines above it, no spaces at line ends
+    (rich pads every line to the console's width)."""
+    return _TRAILING_SPACES.sub(r"\1", text).lstrip("\n")
 
 
 def _csv_cell(cell: object) -> object:
@@ -127,14 +146,56 @@ def json_safe(value: object) -> object:
     return value
 
 
-def with_progress(work: Callable[[Any], Any], show: bool, label: str) -> Any:
-    """Run work(progress) with a rich progress bar on stderr (or none when not shown)."""
-    if not show:
+def with_progress(work: Callable[[Any], Any], show: bool, label: str,
+                  total: int | None = None) -> Any:
+    """Run work(progress) with a rich progress bar on stderr (or none when not shown, or when
+    stderr is no terminal: there a bar is only a stray blank line in the log)."""
+    console = stderr_console()
+    if not (show and console.is_terminal):
         return work(None)
-    from rich.progress import BarColumn, Progress, TimeElapsedColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress("[progress.description]{task.description}", BarColumn(),
-                  "{task.completed}/{task.total}", TimeElapsedColumn(),
-                  console=stderr_console(), transient=True) as bar:
-        task = bar.add_task(label, total=None)
-        return work(lambda done, total: bar.update(task, completed=done, total=total))
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                  TextColumn("{task.fields[count]}", markup=False), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task(label, total=total, count=_count(0, total))
+        return work(lambda done, total: bar.update(task, completed=done, total=total,
+                                                   count=_count(done, total)))
+
+
+SLOW_AFTER_S = 1.0  # work shorter than this shows nothing; longer, a spinner on stderr
+
+
+@contextmanager
+def slow_status(label: str, after: float = SLOW_AFTER_S) -> Iterator[None]:
+    """A spinner with `label` on stderr (a terminal only) once the block has run `after`
+    seconds, gone when it ends: so a 5-second weight initialisation is not silence."""
+    console = stderr_console()
+    if not console.is_terminal:
+        yield
+        return
+    from rich.text import Text
+
+    status = console.status(Text(label))  # Text: a spec name is never read as markup
+    lock, ended = threading.Lock(), [False]
+
+    def start() -> None:
+        with lock:
+            if not ended[0]:
+                status.start()
+
+    timer = threading.Timer(after, start)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            ended[0] = True
+            status.stop()
+
+
+def _count(done: int, total: int | None) -> str:
+    """`3/7`; just `3` while the total is not known yet (never `0/None`)."""
+    return f"{done}/{total}" if total else f"{done}"

@@ -63,6 +63,17 @@ def _add_subtotal(table: FitTable, report: ParamsReport, stack: str | None) -> N
                   percent(total / report.total))
 
 
+CLASSIC_FFN_SHARE, NEAR = 2 / 3, 0.01  # an MLP of d_ff = 4·d_model beside 4 d×d projections
+
+
+def _ffn_note(report: ParamsReport) -> str:
+    """Why ~2/3, where the share is ~2/3: the FFN's 8·d² of a block's 12·d² (the estimate
+    row's 12·L·d²); elsewhere (MoE, GQA, another d_ff) the figure needs no such note."""
+    if abs(report.ffn_share_of_blocks - CLASSIC_FFN_SHARE) > NEAR:
+        return ""
+    return " (8·d² of 12·d²: the d_ff = 4·d_model rule)"
+
+
 def _summary_table(report: ParamsReport) -> FitTable:
     table = FitTable(title="summary", show_header=False)
     table.add_column("what")
@@ -77,7 +88,7 @@ def _summary_table(report: ParamsReport) -> FitTable:
     table.add_row("attention", f"{report.attention:,}",
                   f"{percent(report.attention / blocks if blocks else 0)} of attention + FFN")
     table.add_row("FFN", f"{report.ffn:,}",
-                  f"{percent(report.ffn_share_of_blocks)} of attention + FFN (lesson: about 2/3)")
+                  f"{percent(report.ffn_share_of_blocks)} of attention + FFN{_ffn_note(report)}")
     table.add_row("estimate 12·L·d²", f"{report.estimate_12ld2:,}",
                   f"{report.estimate_rel_error:+.2%} vs exact {report.estimate_compared_with} "
                   f"({report.estimate_reference:,})")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.console import Group, RenderableType
 
 from tfcli.analysis.run import RunResult, SentenceEmbedding
@@ -28,17 +30,17 @@ def _norm_list(norms: list[float]) -> str:
     return "[" + ", ".join(shown) + "]"
 
 
-def _norms_table(title: str, norms: list[list[float]]) -> FitTable:
-    table = FitTable(title=title)
-    table.add_column("seq", justify="right", number=True)
-    table.add_column("positions", justify="right", number=True)
-    table.add_column("norm per position")
-    shown, more = _shown_sequences(len(norms))
-    for b in shown:
-        table.add_row(str(b), str(len(norms[b])), _norm_list(norms[b]))
-    if more:
-        table.add_row("", "", more)
-    return table
+def norm_summary(norms: list[list[float]]) -> str:
+    """Output norms in one cell: after a final norm with unit weights every position reads
+    sqrt(d_model) (27.71 for gpt2), so a list of them says nothing; the range says the same
+    when they are equal, and shows the spread when a checkpoint's norm weights make one."""
+    values = [f"{n:.4g}" for row in norms for n in row]
+    if not values:
+        return "none"
+    low, high = min(n for row in norms for n in row), max(n for row in norms for n in row)
+    where = "every position" if len(set(values)) == 1 else f"{len(values):,} positions"
+    spread = f"{low:.4g}" if f"{low:.4g}" == f"{high:.4g}" else f"{low:.4g} to {high:.4g}"
+    return f"{spread} at {where} (per position: --format json)"
 
 
 def _top_table(result: RunResult) -> FitTable:
@@ -51,10 +53,17 @@ def _top_table(result: RunResult) -> FitTable:
     for b in shown:
         # 3 significant digits: a random model's probabilities are ~1/vocab, 0.000 at 3 decimals
         # repr() shows a token's spaces and quotes; FitTable never reads it as markup ("[/INST]")
-        table.add_row(str(b), *[f"{t.text!r} ({t.token}) p={t.prob:.3g}" for t in top_next[b]])
+        table.add_row(str(b), *[_top_cell(t) for t in top_next[b]])
     if more:
         table.add_row("", more, "", "", "", "")
     return table
+
+
+def _top_cell(token: Any) -> str:
+    """`1042 ' the' p=0.000193`: the id once, then its text when a tokenizer gave one (an id
+    without text reads '1042' or '<1042>' there: nothing more to show)."""
+    text = "" if token.text in (str(token.token), f"<{token.token}>") else f" {token.text!r}"
+    return f"{token.token}{text} p={token.prob:.3g}"
 
 
 def _fixed(value: float, digits: int) -> str:
@@ -79,6 +88,10 @@ def _summary(result: RunResult) -> FitTable:
         table.add_row("loss", f"{_fixed(result.loss, 4)}  ({result.loss_kind})")
     table.add_row("time", f"{result.seconds * 1000:.1f} ms ({result.dtype})")
     table.add_row("compute", f"{human_flops(result.flops)} → {result.gflops_per_s:.1f} GFLOP/s")
+    if result.encoder_norms is not None:
+        table.add_row("encoder output norm", norm_summary(result.encoder_norms))
+    stack = "decoder" if result.family != "encoder" else "encoder"
+    table.add_row(f"{stack} output norm", norm_summary(result.hidden_norms))
     return table
 
 
@@ -145,11 +158,6 @@ def _scores_table(scores: HeadScores) -> FitTable:
 
 def render_run(result: RunResult) -> RenderableType:
     parts: list[RenderableType] = [_summary(result)]
-    if result.encoder_norms is not None:
-        parts.append(_norms_table("encoder output norms", result.encoder_norms))
-    stack = "decoder" if result.family != "encoder" else "encoder"
-    parts.append(_norms_table(f"{stack} output norms (last stack, after its final norm)",
-                              result.hidden_norms))
     if result.top_next:
         parts.append(_top_table(result))
     if result.scores is not None:
