@@ -45,7 +45,8 @@ def convention_text(spec: Spec, dtype: str) -> str:
     moe = f" MoE experts: only the {k} routed experts per token{_moe_text(spec)}." \
         if spec.n_experts else ""
     qk = (" q/k norms (qk_norm): the norm figure per element of q and of k."
-          if spec.qk_norm != "none" else "") + _latent_text(spec) + _gemma_text(spec)
+          if spec.qk_norm != "none" else "") + _latent_text(spec) + _gemma_text(spec) + \
+        _disentangled_text(spec)
     parallel = (" Parallel residual: one residual_add row per block, after the FFN, 2 FLOPs per "
                 "element (x + attn + ffn)." if spec.parallel_residual != "off" else "")
     w = spec.sliding_window or 0
@@ -109,6 +110,20 @@ def _routing_text(spec: Spec) -> str:
     if not parts:
         return ""
     return f"; the router row counts x @ W only: {', '.join(parts)} not counted, like routing top-k"
+
+
+def _disentangled_text(spec: Spec) -> str:
+    """The convention for DeBERTa's disentangled attention, when used."""
+    terms = spec.disentangled_attention
+    if not terms:
+        return ""
+    shared = ("the attention's own k / q projections (share_att_key: their rows own nothing "
+              "there)" if spec.share_att_key else "pos_key_proj / pos_query_proj")
+    return (f" Disentangled attention ({' + '.join(terms)}): the {spec.relative_rows}-row "
+            f"relative table (relative_embedding, read once per stack) through {shared}, "
+            "2 x R x d x H x dh per block; each term against all R rows, 2 x B x H x T x R x dh, "
+            "as transformers computes it before gathering T columns, plus 1 per score for its "
+            "add; log buckets and gathers not counted.")
 
 
 def _latent_text(spec: Spec) -> str:
