@@ -40,6 +40,12 @@ def test_bad_input_is_one_line_exit_2(args: tuple[str, ...], words: str) -> None
     assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_unmodelled_variant_named() -> None:
-    code, _, err = run_in_memory("memory", "mixtral-8x7b")
-    assert code == 2 and "mixture-of-experts" in err
+def test_moe_is_planned_and_unmodelled_variants_are_named() -> None:
+    code, out, err = run_in_memory("memory", "mixtral-8x7b", "--seq-len", "4096", "-f", "json")
+    assert code == 0, err
+    assert "MoE experts" in json.loads(out)["parts"][2]["note"]
+    for args, word in ((("mixtral-8x7b", "--attention", "engine"), "mixture-of-experts"),
+                       (("qwen1.5-moe-a2.7b",), "shared experts"),
+                       (("deepseek-v2-lite",), "shared experts")):
+        code, _, err = run_in_memory("memory", *args)
+        assert code == 2 and word in err, err

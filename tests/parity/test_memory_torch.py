@@ -1,5 +1,5 @@
 """tfcli memory against what torch really holds, on small random transformers models of the
-GPT-2, Llama (GQA), Gemma (MQA, gated tanh GELU), Qwen2 and BERT families: the inference peak (live tensor storages, tracked op by op:
+GPT-2, Llama (GQA), Gemma (MQA, gated tanh GELU), Qwen2, Mixtral (MoE) and BERT families: the inference peak (live tensor storages, tracked op by op:
 torch CPU has no allocator statistics) within 15%, the bytes autograd saves for backward
 (saved_tensors_hooks, each storage once) within 10% for eager and sdpa attention and with
 gradient checkpointing, and the optimizer / gradient figures to the byte."""
@@ -35,6 +35,10 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
     "qwen2": lambda: tf.Qwen2ForCausalLM(tf.Qwen2Config(  # Q/K/V biases
         hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
         intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=512)),
+    "mixtral": lambda: tf.MixtralForCausalLM(tf.MixtralConfig(  # top-2 of 4 experts
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+        intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=512,
+        num_local_experts=4, num_experts_per_tok=2)),
     "bert": lambda: tf.BertModel(tf.BertConfig(
         hidden_size=64, num_attention_heads=4, num_hidden_layers=2, intermediate_size=128,
         vocab_size=VOCAB, max_position_embeddings=512, hidden_dropout_prob=0.0,

@@ -33,23 +33,26 @@ class LiveStorages(TorchDispatchMode):
         self.known, self.owners, self.sizes = known, {}, {}
         self.now = self.peak = 0
 
-    def _drop(self, key: int, ref: weakref.ref) -> None:
+    def _drop(self, key: int, tensor_id: int) -> None:
         refs = self.owners.get(key)
         if refs is None:
             return
-        refs.discard(ref)
+        refs.pop(tensor_id, None)
         if not refs:
             del self.owners[key]
             self.now -= self.sizes.pop(key)
 
     def _track(self, t: torch.Tensor) -> None:
+        """Owners by tensor id (weakrefs to tensors compare their referents with ==, which is
+        elementwise: an in-place op returning a tensor already tracked must not compare)."""
         key = storage_key(t)
         if key == 0 or key in self.known:
             return
         if key not in self.owners:
-            self.owners[key], self.sizes[key] = set(), t.untyped_storage().nbytes()
+            self.owners[key], self.sizes[key] = {}, t.untyped_storage().nbytes()
             self.now += self.sizes[key]
-        self.owners[key].add(weakref.ref(t, lambda r, k=key: self._drop(k, r)))
+        if id(t) not in self.owners[key]:
+            self.owners[key][id(t)] = weakref.ref(t, lambda _, k=key, i=id(t): self._drop(k, i))
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))

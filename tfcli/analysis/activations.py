@@ -75,9 +75,10 @@ def check_modelled(spec: Spec) -> None:
         raise BadInputError(f"{spec.name}: activation memory of encoder-decoder models is not "
                             "modelled yet (weights, KV cache and optimizer state are: use --layers "
                             "with a decoder or encoder spec for activations)")
-    if spec.n_experts:
-        raise BadInputError(f"{spec.name}: activation memory of mixture-of-experts FFNs "
-                            "(n_experts) is not modelled yet")
+    if spec.n_experts and (spec.n_shared_experts or not spec.gated):
+        raise BadInputError(f"{spec.name}: activation memory of mixture-of-experts FFNs with "
+                            "shared experts or ungated experts is not modelled yet (Mixtral-style "
+                            "top-k routing over gated experts is)")
     if spec.kv_lora_rank is not None or spec.q_lora_rank is not None:
         raise BadInputError(f"{spec.name}: activation memory of latent attention (MLA) is not "
                             "modelled yet")
@@ -209,10 +210,25 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool) -> list[tuple[str, float
         ("attention output", held + x_in + h + _qkv(s, n) + probs + 2 * n * d),
         ("FFN", held + x_in + n * d + h + probs + mlp),
     ]
+    if s.n_experts:  # Mixtral-style layers: the experts' phase, beside or instead of the FFN
+        if s.moe_layer_count(s.n_layers) == s.n_layers:
+            phases = phases[:2]
+        phases.append(("MoE experts", held + x_in + n * d + h + probs + moe_live(s, work)))
     if not pre:  # post-norm (BERT): at the output LayerNorm the FFN's activation output, its
         # projection, the residual sum and the norm's output beside the sublayer input
         phases.append(("FFN output norm", held + x_in + n * d + n * s.d_ff + 3 * n * d + probs))
     return phases + _head_phases(s, work, held + n * d)
+
+
+def moe_live(spec: Spec, work: Workload) -> float:
+    """transformers' experts (grouped_mm over every routed slot at once: N x k slots): each
+    slot's gathered input, gate/up product, activation and gated product, plus the router's
+    float32 logits and the int64 / float32 top-k indices, sorts and weights (4E + 44k bytes a
+    token, measured on MixtralForCausalLM), in elements of the compute dtype."""
+    s, n = spec, work.tokens
+    slots = n * s.experts_per_token
+    routing = n * (4 * s.n_experts + 44 * s.experts_per_token) / work.itemsize
+    return slots * (s.d_model + 4 * s.expert_width) + routing
 
 
 def inference_peak(spec: Spec, work: Workload, attention: str = "engine") -> ActivationPeak:
@@ -222,6 +238,9 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine") -> Act
     if attention not in ATTENTION_KINDS:
         raise BadInputError(f"unknown attention implementation '{attention}': use one of "
                             f"{', '.join(ATTENTION_KINDS)}")
+    if attention == "engine" and spec.n_experts:
+        raise BadInputError(f"{spec.name}: the engine's mixture-of-experts live set is not "
+                            "modelled yet: use --attention sdpa or eager (transformers')")
     raw = _engine_phases(spec, work) if attention == "engine" else \
         _hf_phases(spec, work, attention == "eager")
     phases = tuple((name, int(round(elements * work.itemsize))) for name, elements in raw)

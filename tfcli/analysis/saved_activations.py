@@ -78,7 +78,20 @@ def _mlp_saved(spec: Spec, work: Workload) -> float:
     return tensors * work.tokens * spec.d_ff * work.itemsize
 
 
-def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool) -> float:
+def _moe_saved(spec: Spec, work: Workload) -> float:
+    """A Mixtral-style experts layer: per routed slot (N x k of them) its gathered input, the
+    gate/up product, the activation, the gated product and the expert's output in the compute
+    dtype; 40 bytes a slot of float32 routing weights and int64 indices, and per token the
+    router's float32 softmax (4E) and its row sum (measured on MixtralForCausalLM, float32 and
+    bfloat16 alike: N x (40k + 4E + 4))."""
+    s, n = spec, work.tokens
+    slots = n * s.experts_per_token
+    return (work.itemsize * slots * (2 * s.d_model + 4 * s.expert_width)
+            + n * (40 * s.experts_per_token + 4 * s.n_experts + 4))
+
+
+def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
+                 moe: bool = False) -> float:
     """One block: its norms (input included), the linear inputs (normed inputs), attention,
     the output projection's input and the MLP."""
     n, d, it = work.tokens, spec.d_model, work.itemsize
@@ -87,8 +100,9 @@ def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool) ->
     heads, probs = _attention_core(spec, work, attention)
     linear_inputs = (1 if spec.parallel_residual == "one_norm" else 2) * it * n * d
     o_proj = it * n * spec.n_heads * spec.head_dim
+    mlp = _moe_saved(spec, work) if moe else _mlp_saved(spec, work)
     return (norms * _norm_saved(spec, work) + linear_inputs + heads
-            + (0 if selective else probs) + o_proj + _mlp_saved(spec, work))
+            + (0 if selective else probs) + o_proj + mlp)
 
 
 def _gpt2_style(spec: Spec) -> bool:
@@ -124,14 +138,20 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
                             " (training follows transformers' implementations)")
     if recompute not in RECOMPUTE:
         raise BadInputError(not_one_of("--recompute", recompute, RECOMPUTE))
-    block = _block_saved(spec, work, attention, recompute == "selective")
-    kept = work.itemsize * work.tokens * spec.d_model if recompute == "full" else block
-    parts = [(f"blocks (× {spec.n_layers})", spec.n_layers * kept)]
+    n_moe = spec.moe_layer_count(spec.n_layers)
+    kinds = [(spec.n_layers - n_moe, False), (n_moe, True)]  # (blocks, experts) per kind
+    kept = 0.0
+    for count, moe in kinds:
+        block = _block_saved(spec, work, attention, recompute == "selective", moe)
+        kept += count * (work.itemsize * work.tokens * spec.d_model if recompute == "full"
+                         else block)
+    parts = [(f"blocks (× {spec.n_layers})", kept)]
     if recompute == "full" and attention == "eager" and _gpt2_style(spec):
         # GPT-2's blocks take the (B, 1, T, S) float mask as a tensor argument: the
         # checkpoint keeps it (measured: tests/parity/test_memory_torch.py)
         parts.append(("eager mask", work.itemsize * work.batch * work.seq_len ** 2))
     parts += _outside_blocks(spec, work, recompute)
-    full_block = _block_saved(spec, work, attention, False)
+    full_block = max(_block_saved(spec, work, attention, False, moe) for count, moe in kinds
+                     if count)
     return SavedActivations(tuple((name, int(round(b))) for name, b in parts),
                             int(round(full_block)))
