@@ -41,11 +41,15 @@ def test_zero_stages_shard_in_turn() -> None:
             assert plan.part(part) == want, (stage, part)
 
 
-def test_tensor_parallel_divides_activations_too() -> None:
+def test_tensor_parallel_shares_heads_and_hidden_units_not_norms() -> None:
     base = build_memory_plan(LLAMA, TRAIN)
     plan = build_memory_plan(LLAMA, replace(TRAIN, gpus=4, tp=4))
-    assert plan.part("activations") == -(-base.part("activations") // 4)
     assert plan.part("weights") == -(-base.part("weights") // 4)
+    n, d = 4096, 4096  # tokens, d_model: per block two RMS norms and two linear inputs stay whole
+    replicated = 32 * (2 * (4 * n * d + 2 * n * d + 4 * n) + 2 * 2 * n * d)
+    blocks = base.part("activations") - plan.part("activations")
+    assert plan.part("activations") > base.part("activations") / 4
+    assert abs(blocks - 0.75 * (base.part("activations") - replicated)) < 0.02 * blocks
 
 
 def test_recompute_full_keeps_one_input_per_block_and_adds_the_recomputed_block() -> None:

@@ -226,7 +226,8 @@ def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPa
     tp_ways = o.tp
     shard = {"weights": dp if o.zero >= 3 else 1, "gradients": dp if o.zero >= 2 else 1,
              "optimizer": dp if o.zero >= 1 else 1}
-    saved = saved_activations(spec, Workload(o.batch, seq_len, it), o.attention, o.recompute)
+    saved = saved_activations(spec, Workload(o.batch, seq_len, it), o.attention, o.recompute,
+                              o.tp)
     tokens = o.batch * seq_len
     loss = tokens * spec.vocab_size * (it + FLOAT32) if spec.lm_head else 0
     parts = [
@@ -239,13 +240,13 @@ def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPa
                    f"{o.optimizer}, {trainable:,} trainable parameters"),
         MemoryPart("master weights", _sharded(master, tp_ways * shard["optimizer"]),
                    "float32 copy for mixed precision" if master else "none: the weights are float32"),
-        MemoryPart("activations", _sharded(saved.total, tp_ways),
+        MemoryPart("activations", saved.total,
                    f"kept for backward ({o.attention}, recompute {o.recompute})"),
         MemoryPart("logits and loss", _sharded(loss, tp_ways),
                    "logits and their float32 gradient" if loss else "no vocabulary head"),
     ]
     if o.recompute == "full":
-        parts.append(MemoryPart("recomputed block", _sharded(saved.per_block, tp_ways),
+        parts.append(MemoryPart("recomputed block", saved.per_block,
                                 "one block's saved set, rebuilt during backward"))
     return parts
 
@@ -256,8 +257,10 @@ def _notes(spec: Spec, o: MemoryOptions) -> tuple[str, ...]:
         notes.append(f"per GPU: {o.gpus} GPU(s), tensor parallel {o.tp}, data parallel "
                      f"{o.gpus // o.tp}, ZeRO stage {o.zero}; --batch is each GPU's micro-batch")
         if o.tp > 1:
-            notes.append("tensor parallelism shares every weight and activation over --tp "
-                         "(norms and the residual stream are replicated in Megatron: a lower bound)")
+            notes.append("tensor parallelism (Megatron, no sequence parallelism): weights, "
+                         "gradients, optimizer state, the heads' and hidden units' activations "
+                         "and the vocabulary shared over --tp; norms and the linears' inputs "
+                         "replicated")
         notes.append("dropout taken as off; each live dropout adds one byte per element")
     else:
         notes.append("activations: the largest live set, not a sum of op outputs; buffers "

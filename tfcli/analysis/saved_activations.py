@@ -91,9 +91,11 @@ def _moe_saved(spec: Spec, work: Workload) -> float:
 
 
 def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
-                 moe: bool = False) -> float:
+                 moe: bool = False, tp: int = 1) -> float:
     """One block: its norms (input included), the linear inputs (normed inputs), attention,
-    the output projection's input and the MLP."""
+    the output projection's input and the MLP. Under tensor parallelism (Megatron, no sequence
+    parallelism) each GPU holds the norms and the linears' full inputs, and its 1/tp of the
+    heads and of the hidden units."""
     n, d, it = work.tokens, spec.d_model, work.itemsize
     norms = 1 if spec.parallel_residual == "one_norm" else 2
     norms += 2 if spec.norm_placement == "sandwich" else 0
@@ -101,8 +103,8 @@ def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
     linear_inputs = (1 if spec.parallel_residual == "one_norm" else 2) * it * n * d
     o_proj = it * n * spec.n_heads * spec.head_dim
     mlp = _moe_saved(spec, work) if moe else _mlp_saved(spec, work)
-    return (norms * _norm_saved(spec, work) + linear_inputs + heads
-            + (0 if selective else probs) + o_proj + mlp)
+    sharded = heads + (0 if selective else probs) + o_proj + mlp
+    return norms * _norm_saved(spec, work) + linear_inputs + sharded / tp
 
 
 def _gpt2_style(spec: Spec) -> bool:
@@ -110,8 +112,10 @@ def _gpt2_style(spec: Spec) -> bool:
     return spec.family == "decoder" and spec.positions == "learned"
 
 
-def _outside_blocks(spec: Spec, work: Workload, recompute: str) -> list[tuple[str, float]]:
-    """Embedding norm, final norm and the head's input, RoPE tables, the loss."""
+def _outside_blocks(spec: Spec, work: Workload, recompute: str,
+                    tp: int = 1) -> list[tuple[str, float]]:
+    """Embedding norm, final norm and the head's input, RoPE tables, the loss (vocabulary-
+    parallel over tp GPUs)."""
     s, n, d, it = spec, work.tokens, spec.d_model, work.itemsize
     parts: list[tuple[str, float]] = []
     if s.embedding_norm:
@@ -125,13 +129,14 @@ def _outside_blocks(spec: Spec, work: Workload, recompute: str) -> list[tuple[st
     if _gpt2_style(s):  # the position ids (int64)
         parts.append(("position ids", 8 * work.seq_len))
     if s.lm_head:  # the loss's float32 log-softmax over (B*T, V)
-        parts.append(("loss log-softmax", FLOAT32 * n * s.vocab_size))
+        parts.append(("loss log-softmax", FLOAT32 * n * s.vocab_size / tp))
     return parts
 
 
 def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
-                      recompute: str = "none") -> SavedActivations:
-    """Bytes autograd saves in one forward pass of `work` with `attention` (eager | sdpa)."""
+                      recompute: str = "none", tp: int = 1) -> SavedActivations:
+    """Bytes autograd saves in one forward pass of `work` with `attention` (eager | sdpa), on
+    each of `tp` tensor-parallel GPUs."""
     check_modelled(spec)
     if attention not in ("eager", "sdpa"):
         raise BadInputError(not_one_of("--attention", attention, ("eager", "sdpa")) +
@@ -142,7 +147,7 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
     kinds = [(spec.n_layers - n_moe, False), (n_moe, True)]  # (blocks, experts) per kind
     kept = 0.0
     for count, moe in kinds:
-        block = _block_saved(spec, work, attention, recompute == "selective", moe)
+        block = _block_saved(spec, work, attention, recompute == "selective", moe, tp)
         kept += count * (work.itemsize * work.tokens * spec.d_model if recompute == "full"
                          else block)
     parts = [(f"blocks (× {spec.n_layers})", kept)]
@@ -150,8 +155,8 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
         # GPT-2's blocks take the (B, 1, T, S) float mask as a tensor argument: the
         # checkpoint keeps it (measured: tests/parity/test_memory_torch.py)
         parts.append(("eager mask", work.itemsize * work.batch * work.seq_len ** 2))
-    parts += _outside_blocks(spec, work, recompute)
-    full_block = max(_block_saved(spec, work, attention, False, moe) for count, moe in kinds
+    parts += _outside_blocks(spec, work, recompute, tp)
+    full_block = max(_block_saved(spec, work, attention, False, moe, tp) for count, moe in kinds
                      if count)
     return SavedActivations(tuple((name, int(round(b))) for name, b in parts),
                             int(round(full_block)))
