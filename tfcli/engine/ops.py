@@ -27,7 +27,8 @@ _GELU_TANH_B = _GELU_TANH_A * 0.044715
 def softcap_(x: Array, cap: float) -> Array:
     """cap * tanh(x / cap) in place (Gemma 2's soft-capping of scores and logits): bounded in
     (-cap, cap), nearly the identity for |x| << cap."""
-    np.divide(x, cap, out=x)
+    with np.errstate(over="ignore"):  # a tiny cap: x / cap is +-inf, whose tanh is the limit +-1
+        np.divide(x, cap, out=x)
     np.tanh(x, out=x)
     x *= cap
     return x
