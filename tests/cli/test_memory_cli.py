@@ -33,6 +33,7 @@ def test_training_table() -> None:
     (("--gpu", "h10"), "did you mean 'h100'"),
     (("--fit",), "--fit needs --gpu"),
     (("--gpus", "3", "--tp", "2", "--train"), "--tp"),
+    (("--attention", "engine"), "add --dtype float32"),
 ])
 def test_bad_input_is_one_line_exit_2(args: tuple[str, ...], words: str) -> None:
     code, out, err = run_in_memory("memory", "gpt2", *args)
@@ -44,7 +45,8 @@ def test_moe_is_planned_and_unmodelled_variants_are_named() -> None:
     code, out, err = run_in_memory("memory", "mixtral-8x7b", "--seq-len", "4096", "-f", "json")
     assert code == 0, err
     assert "MoE experts" in json.loads(out)["parts"][2]["note"]
-    for args, word in ((("mixtral-8x7b", "--attention", "engine"), "mixture-of-experts"),
+    for args, word in ((("mixtral-8x7b", "--attention", "engine", "--dtype", "float32"),
+                        "mixture-of-experts"),
                        (("qwen1.5-moe-a2.7b",), "shared experts"),
                        (("deepseek-v2-lite",), "shared experts")):
         code, _, err = run_in_memory("memory", *args)

@@ -125,6 +125,9 @@ def check_options(spec: Spec, o: MemoryOptions) -> None:
                             "as a frozen base under LoRA (add --lora-rank)")
     if o.train and o.attention == "engine":
         raise BadInputError("--train needs --attention eager or sdpa (the engine has no backward)")
+    if o.attention == "engine" and o.dtype != "float32":
+        raise BadInputError(f"--attention engine with --dtype {o.dtype}: tfcli's engine computes "
+                            "in float32 (or float64): add --dtype float32")
 
 
 # --- weights --------------------------------------------------------------------------------
