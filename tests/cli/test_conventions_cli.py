@@ -150,3 +150,29 @@ def test_the_ffn_share_note_only_where_it_explains_the_figure() -> None:
 def test_a_mistyped_old_name_is_pointed_at_the_new_one() -> None:
     assert "did you mean --seq-len?" in _bad("params", "gpt2", "--contxt", "3")
     assert "did you mean --text or --format?" in _bad("generate", "lesson-tiny", "--promt", "x")
+
+
+def test_lesson_tiny_is_explained_where_a_newcomer_meets_it() -> None:
+    specs = json.loads(_ok("specs", "-f", "json")[0])["specs"]
+    tiny = next(s for s in specs if s["name"] == "lesson-tiny")
+    assert "milliseconds" in tiny["description"] and "lesson's tiny" not in tiny["description"]
+    assert "tfcli specs NAME" in _ok("specs")[0]  # the table says where descriptions are
+    assert "lesson-tiny" in _ok("depth-sweep", "--help")[0]  # the default SPEC, described
+
+
+@pytest.mark.parametrize(("seconds", "shown"), [(0.4, True), (0.0, False)])
+def test_slow_work_shows_a_spinner_on_a_terminal_only_after_a_second(seconds: float, shown: bool,
+                                                                      monkeypatch) -> None:
+    import io
+    import time
+
+    from rich.console import Console
+
+    from tfcli.render import output
+
+    screen = io.StringIO()
+    monkeypatch.setattr(output, "stderr_console",
+                        lambda: Console(file=screen, force_terminal=True, width=80))
+    with output.slow_status("loading the weights", after=0.1):
+        time.sleep(seconds)
+    assert ("loading the weights" in screen.getvalue()) is shown

@@ -11,7 +11,8 @@ from tfcli.render.tables import FitTable
 
 
 def render_catalog(catalog: Catalog) -> RenderableType:
-    table = FitTable(title="bundled specs")
+    table = FitTable(title="bundled specs", caption="each one's description and source: "
+                     "--format json, or its YAML with tfcli specs NAME")
     table.add_column("name")
     table.add_column("family", drop=3)
     table.add_column("layers", justify="right", number=True, drop=2)
