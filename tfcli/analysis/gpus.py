@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -138,7 +139,7 @@ CATALOG: tuple[Accelerator, ...] = (
 CPU_NAME = "cpu"
 GEMM_SIZE = 2048  # float32 (2048, 2048) @ (2048, 2048): 17.2 GFLOP, 16 MiB per operand
 STREAM_BYTES = 256 * 2**20  # read by a vector-matrix product: far over any L3 cache
-REPEATS = 5  # the best of five, as other jobs share the machine
+REPEATS = 5  # the median of five, as other jobs share the machine
 
 
 def _keys(entry: Accelerator) -> tuple[str, ...]:
@@ -184,21 +185,23 @@ def cpu_entry() -> Accelerator:
     bandwidth = measure_read_bandwidth()
     note = (f"measured in this process: float32 ({GEMM_SIZE}, {GEMM_SIZE}) matmul "
             f"{gemm / 1e9:.1f} GFLOP/s, float32 vector-matrix over {STREAM_BYTES >> 20} MiB "
-            f"{bandwidth / 1e9:.1f} GB/s (best of {REPEATS}; {os.cpu_count()} CPUs, "
+            f"{bandwidth / 1e9:.1f} GB/s (median of {REPEATS}; {os.cpu_count()} CPUs, "
             f"load average {os.getloadavg()[0]:.2f})")
     return Accelerator(CPU_NAME, (), "this machine", _physical_memory(), None, None, None,
                        gemm / TERA, bandwidth, "measured", note)
 
 
-def _best_seconds(work: Callable[[], object], repeats: int = REPEATS) -> float:
-    """The shortest of `repeats` timings of work() after one warm-up call."""
+def _median_seconds(work: Callable[[], object], repeats: int = REPEATS) -> float:
+    """The median of `repeats` timings of work() after one warm-up call. Not the best: on a
+    shared machine the best catches a moment no other job ran, which a model's seconds-long
+    forward pass or decode never sustains; the median is the rate a run here can expect."""
     work()
-    best = float("inf")
+    times = []
     for _ in range(repeats):
         start = time.perf_counter()
         work()
-        best = min(best, time.perf_counter() - start)
-    return best
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def measure_gemm_flops(n: int = GEMM_SIZE) -> float:
@@ -208,7 +211,7 @@ def measure_gemm_flops(n: int = GEMM_SIZE) -> float:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
-    return 2 * n**3 / _best_seconds(lambda: a @ b)
+    return 2 * n**3 / _median_seconds(lambda: a @ b)
 
 
 def measure_read_bandwidth(n_bytes: int = STREAM_BYTES) -> float:
@@ -220,7 +223,7 @@ def measure_read_bandwidth(n_bytes: int = STREAM_BYTES) -> float:
     cols = 4096
     matrix = np.ones((n_bytes // (4 * cols), cols), dtype=np.float32)  # [K, cols]
     vector = np.ones((1, matrix.shape[0]), dtype=np.float32)  # [1, K]
-    return matrix.nbytes / _best_seconds(lambda: vector @ matrix)
+    return matrix.nbytes / _median_seconds(lambda: vector @ matrix)
 
 
 def _physical_memory() -> int:
