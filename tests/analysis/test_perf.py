@@ -87,6 +87,13 @@ def test_decode_reads_the_weights_and_the_kv_cache(unit_gpu) -> None:
     assert d.flops == one.total_flops + 99 * pairs
 
 
+def test_a_float8_cache_is_a_quarter_of_float32(unit_gpu) -> None:
+    spec = load_spec("gpt2").with_layers(2)
+    read = {kv: build_perf_estimate(spec, PerfOptions(gpu="unit", seq_len=100, kv_dtype=kv))
+            .decode.kv_bytes for kv in ("float32", "float8")}
+    assert read == {"float32": 100 * 2 * 2 * 768 * 4, "float8": 100 * 2 * 2 * 768}
+
+
 def test_a_sliding_window_caps_the_decode_cache(unit_gpu) -> None:
     spec = load_spec("mistral-7b").with_layers(2)
     d = build_perf_estimate(spec, PerfOptions(gpu="unit", seq_len=8192)).decode

@@ -58,7 +58,8 @@ class Accelerator:
                                 f"{', '.join(_DTYPE_FIELDS)}")
         tflops = getattr(self, field)
         if tflops is None:
-            raise BadInputError(f"{self.name} has no {dtype} figure on its spec sheet "
+            where = "measured" if self.source == "measured" else "on its spec sheet"
+            raise BadInputError(f"{self.name} has no {dtype} figure {where} "
                                 f"(available: {', '.join(self.dtypes())})")
         return tflops * TERA
 

@@ -196,14 +196,21 @@ def _decode_row(row: TraceRow, context: int) -> TraceRow:
     return replace(row, flops=row.flops * context, inputs=tuple(inputs), output=output)
 
 
+def _kv_bytes(spec: Spec, context: int, batch: int, kv_dtype: str) -> int:
+    """The cache one step reads: `context` tokens (a sliding-window layer: its window), from
+    the float32 figure (4 bytes a value) scaled to `kv_dtype` (float8 included)."""
+    values = (kv_cache_window_bytes(spec, context, batch, "float32")
+              or kv_cache_bytes(spec, context, batch, "float32")) // 4
+    return math.ceil(values * PERF_DTYPE_BYTES[kv_dtype])
+
+
 def decode(spec: Spec, options: PerfOptions, gpu: Accelerator, dtype: str, kv_dtype: str,
            context: int) -> Decode:
     """One decode step: `batch` new tokens, each attending to `context` cached ones."""
     report = build_trace(spec, batch=options.batch, seq_len=1, dtype=_activation_dtype(dtype))
     flops = sum(recount(spec, _decode_row(r, context), options.convention) for r in report.rows)
     weights = math.ceil(matmul_params(spec, options.batch) * PERF_DTYPE_BYTES[dtype])
-    kv = kv_cache_window_bytes(spec, context, options.batch, kv_dtype) \
-        or kv_cache_bytes(spec, context, options.batch, kv_dtype)
+    kv = _kv_bytes(spec, context, options.batch, kv_dtype)
     return Decode(options.batch, context, weights, kv, flops,
                   (weights + kv) / gpu.bandwidth, flops / gpu.peak_flops(dtype))
 
