@@ -1,5 +1,6 @@
 """tfcli memory against what torch really holds, on small random transformers models of the
-GPT-2, Llama (GQA), Gemma (MQA, gated tanh GELU), Qwen2, Mixtral (MoE) and BERT families: the inference peak (live tensor storages, tracked op by op:
+GPT-2, Llama (GQA), Gemma (MQA, gated tanh GELU), Qwen2, Mixtral (MoE), Qwen2-MoE (shared
+expert), Qwen3-MoE (q/k norms) and BERT families: the inference peak (live tensor storages, tracked op by op:
 torch CPU has no allocator statistics) within 15%, the bytes autograd saves for backward
 (saved_tensors_hooks, each storage once) within 10% for eager and sdpa attention and with
 gradient checkpointing, and the optimizer / gradient figures to the byte."""
@@ -39,6 +40,14 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
         hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
         intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=512,
         num_local_experts=4, num_experts_per_tok=2)),
+    "qwen2_moe": lambda: tf.Qwen2MoeForCausalLM(tf.Qwen2MoeConfig(  # + a gated shared expert
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+        intermediate_size=128, moe_intermediate_size=64, shared_expert_intermediate_size=96,
+        vocab_size=VOCAB, max_position_embeddings=512, num_experts=4, num_experts_per_tok=2)),
+    "qwen3_moe": lambda: tf.Qwen3MoeForCausalLM(tf.Qwen3MoeConfig(  # per-head q/k norms
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+        intermediate_size=128, moe_intermediate_size=64, vocab_size=VOCAB, head_dim=16,
+        max_position_embeddings=512, num_experts=4, num_experts_per_tok=2)),
     "bert": lambda: tf.BertModel(tf.BertConfig(
         hidden_size=64, num_attention_heads=4, num_hidden_layers=2, intermediate_size=128,
         vocab_size=VOCAB, max_position_embeddings=512, hidden_dropout_prob=0.0,

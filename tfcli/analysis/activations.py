@@ -75,10 +75,11 @@ def check_modelled(spec: Spec) -> None:
         raise BadInputError(f"{spec.name}: activation memory of encoder-decoder models is not "
                             "modelled yet (weights, KV cache and optimizer state are: use --layers "
                             "with a decoder or encoder spec for activations)")
-    if spec.n_experts and (spec.n_shared_experts or not spec.gated):
+    if spec.n_experts and (not spec.gated or (spec.n_shared_experts
+                                              and not spec.shared_expert_gate)):
         raise BadInputError(f"{spec.name}: activation memory of mixture-of-experts FFNs with "
-                            "shared experts or ungated experts is not modelled yet (Mixtral-style "
-                            "top-k routing over gated experts is)")
+                            "ungated experts or ungated shared experts is not modelled yet "
+                            "(Mixtral- and Qwen-MoE-style routing over gated experts is)")
     if spec.kv_lora_rank is not None or spec.q_lora_rank is not None:
         raise BadInputError(f"{spec.name}: activation memory of latent attention (MLA) is not "
                             "modelled yet")
@@ -213,7 +214,12 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool) -> list[tuple[str, float
     if s.n_experts:  # Mixtral-style layers: the experts' phase, beside or instead of the FFN
         if s.moe_layer_count(s.n_layers) == s.n_layers:
             phases = phases[:2]
-        phases.append(("MoE experts", held + x_in + n * d + h + probs + moe_live(s, work)))
+        # Qwen-MoE runs its shared experts first: their output waits beside the routed ones
+        shared = n * d if s.n_shared_experts else 0
+        phases.append(("MoE experts", held + x_in + n * d + h + probs + shared + moe_live(s, work)))
+        if s.n_shared_experts:
+            phases.append(("shared experts", held + x_in + n * d + h + probs
+                           + n * s.shared_width * (table[_activation(s)] + 1)))
     if not pre:  # post-norm (BERT): at the output LayerNorm the FFN's activation output, its
         # projection, the residual sum and the norm's output beside the sublayer input
         phases.append(("FFN output norm", held + x_in + n * d + n * s.d_ff + 3 * n * d + probs))

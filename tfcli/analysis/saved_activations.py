@@ -71,11 +71,22 @@ def _attention_core(spec: Spec, work: Workload, attention: str) -> tuple[float, 
     return it * (heads + kv) + FLOAT32 * work.batch * s.n_heads * t, 0
 
 
-def _mlp_saved(spec: Spec, work: Workload) -> float:
+def _mlp_saved(spec: Spec, work: Workload, width: int | None = None) -> float:
     act = GATE_OF.get(spec.activation, spec.activation)
     table = SAVED_BY_GATE if spec.gated else SAVED_BY_ACTIVATION
     tensors = table[act] + (2 if spec.gated else 0)  # gated: the up projection and the product
-    return tensors * work.tokens * spec.d_ff * work.itemsize
+    return tensors * work.tokens * (width or spec.d_ff) * work.itemsize
+
+
+def _qk_norm_saved(spec: Spec, work: Workload) -> float:
+    """q/k RMS norms (Qwen3, OLMo 2, Gemma 3) as the block's norms: a float32 copy of q and k,
+    their normed values and rsqrt per normed row (each head's row per_head, each token's full)."""
+    if spec.qk_norm == "none":
+        return 0
+    n, it = work.tokens, work.itemsize
+    width = (spec.n_heads + spec.kv_heads) * spec.head_dim
+    rows = n * (spec.n_heads + spec.kv_heads) if spec.qk_norm == "per_head" else 2 * n
+    return FLOAT32 * n * width + it * n * width + FLOAT32 * rows
 
 
 def _moe_saved(spec: Spec, work: Workload) -> float:
@@ -86,8 +97,12 @@ def _moe_saved(spec: Spec, work: Workload) -> float:
     bfloat16 alike: N x (40k + 4E + 4))."""
     s, n = spec, work.tokens
     slots = n * s.experts_per_token
-    return (work.itemsize * slots * (2 * s.d_model + 4 * s.expert_width)
-            + n * (40 * s.experts_per_token + 4 * s.n_experts + 4))
+    routed = (work.itemsize * slots * (2 * s.d_model + 4 * s.expert_width)
+              + n * (40 * s.experts_per_token + 4 * s.n_experts + 4))
+    if not s.n_shared_experts:
+        return routed
+    # Qwen-MoE's shared experts: a gated MLP, and sigmoid(gate) x its output saving both
+    return routed + _mlp_saved(s, work, s.shared_width) + work.itemsize * n * (s.d_model + 1)
 
 
 def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
@@ -103,7 +118,7 @@ def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
     linear_inputs = (1 if spec.parallel_residual == "one_norm" else 2) * it * n * d
     o_proj = it * n * spec.n_heads * spec.head_dim
     mlp = _moe_saved(spec, work) if moe else _mlp_saved(spec, work)
-    sharded = heads + (0 if selective else probs) + o_proj + mlp
+    sharded = heads + (0 if selective else probs) + o_proj + mlp + _qk_norm_saved(spec, work)
     return norms * _norm_saved(spec, work) + linear_inputs + sharded / tp
 
 
