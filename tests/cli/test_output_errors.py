@@ -194,6 +194,9 @@ def command_args(config_dir: Path) -> dict[str, list[str]]:
         "generate": ["lesson-tiny", *TOKENS, "--max-new-tokens", "2"],
         "trace": ["lesson-tiny", "--seq-len", "4"],
         "depth-sweep": ["--sublayer", "linear", "--depths", "2", "-q"],
+        "diff": ["lesson-tiny", "gpt2", "--seq-len", "4"], "gpus": [],
+        "perf": ["lesson-tiny", "--gpu", "h100", "--seq-len", "4"],
+        "memory": ["lesson-tiny", "--seq-len", "4"],
     }
 
 
