@@ -146,7 +146,7 @@ def specs_cmd(
 
 @command("validate")
 def validate_cmd(
-    specs: Annotated[list[str], typer.Argument(help="Spec files or names.", show_default=False)],
+    specs: Annotated[list[str], typer.Argument(metavar="SPEC", help="Spec files or names.", show_default=False)],
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Check spec files: OK or the error for each; exit 2 if any is bad.
@@ -177,7 +177,7 @@ def schema_cmd() -> None:
 
 @command("import-config")
 def import_config_cmd(
-    directory: Annotated[str, typer.Argument(
+    directory: Annotated[str, typer.Argument(metavar="DIR",
         help="Hugging Face model directory with config.json, a Hub id (org/name), or a GGUF file.")],
 ) -> None:
     """Turn a Hugging Face config.json (or a GGUF file's metadata) into a tfcli spec (YAML on
@@ -377,7 +377,7 @@ def _int_list(text: str, option: str) -> tuple[int, ...]:
 
 @command("depth-sweep")
 def depth_sweep_cmd(
-    spec: Annotated[str | None, typer.Argument(help=f"Spec whose block is stacked (default: {SWEEP_SPEC}, a pre-LN decoder block of d_model 16, 4 heads, d_ff 64; none for --sublayer linear).", show_default=False)] = None,
+    spec: Annotated[str | None, typer.Argument(metavar="SPEC", help=f"Spec whose block is stacked (default: {SWEEP_SPEC}, a pre-LN decoder block of d_model 16, 4 heads, d_ff 64; none for --sublayer linear).", show_default=False)] = None,
     depths: Annotated[str, typer.Option(metavar="LIST", help="Depths measured, in one pass to the largest.")] = "1,2,4,8,16,32,64",
     variants: Annotated[str, typer.Option(metavar="LIST", help="Stacks compared, from pre, post, plain, residual-no-norm.")] = "pre,post,plain",
     sublayer: Annotated[Sublayer, typer.Option(help="What is stacked: the whole block, attention or the FFN alone, or linear (LayerNorm then a random d×d matrix, no spec needed).")] = "block",

@@ -25,8 +25,8 @@ FormatOpt = Annotated[
 ]
 SpecArg = Annotated[
     str,
-    typer.Argument(help="A spec file, a bundled spec name (see `tfcli specs`) or a Hugging Face "
-                   "model directory with config.json.", show_default=False),
+    typer.Argument(metavar="SPEC", help="A spec file, a bundled spec name (see `tfcli specs`) or "
+                   "a Hugging Face model directory with config.json.", show_default=False),
 ]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed for every random draw.")]
 DtypeOpt = Annotated[EngineDtype, typer.Option("--dtype", help="What the engine computes in.")]

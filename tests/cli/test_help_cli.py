@@ -140,3 +140,15 @@ def test_completion_completes_commands_and_options(words: str, cword: str, expec
     monkeypatch.setenv("COMP_CWORD", cword)
     code, out, _ = run_in_memory()
     assert code == 0 and out.split() == [expected], (code, out)
+
+
+def test_a_missing_argument_is_named_as_the_help_names_it() -> None:
+    from tfcli.help import argument_name
+
+    for name, command in GROUP.commands.items():
+        required = [p for p in command.params if p.param_type_name == "argument" and p.required]
+        if required:
+            code, _, err = run_in_memory(name)
+            shown = argument_name(required[0]).removesuffix("...")
+            assert code == 2 and f"missing argument '{shown}'" in err, (name, err)
+            assert shown in _help(name).splitlines()[0], name
