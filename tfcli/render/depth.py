@@ -20,6 +20,7 @@ from tfcli.analysis.depth_result import (
     COLLAPSE_BELOW, EXPLOSION_ABOVE, RANK_COLLAPSE_ABOVE, DepthPoint, DepthSweepResult,
 )
 from tfcli.errors import BadInputError
+from tfcli.render.chart import LineChart, chart_text
 from tfcli.render.safe import for_matplotlib, plain
 from tfcli.render.tables import FitTable
 from tfcli.files import check_output_file, write_atomically
@@ -176,26 +177,11 @@ def _depth_ticks(result: DepthSweepResult, series: list[tuple[str, list[int], li
 
 def terminal_chart(result: DepthSweepResult, width: int = 80, height: int = 20,
                    colorless: bool = False) -> str:
-    """The norm-ratio chart as text for the terminal (plotext, imported only here)."""
-    import plotext
-
+    """The norm-ratio chart as text for the terminal (tfcli/render/chart.py), its legend under it."""
     chart = _layout(result)
-    if hasattr(plotext, "build"):  # plotext 5: module-level functions; build() gives the str
-        return _plotext5(plotext, chart, width, height, colorless)
-    fig = plotext.figure  # plotext 6: methods on the master figure; build() gives a matrix
-    fig.clear()
-    fig.theme("simple")  # no canvas colour: readable on dark and light terminals alike
-    fig.plot_size(width, height)
-    for (_, xs, ys), marker in zip(chart.lines, _markers(chart)):
-        fig.draw(fig.signal(xs, ys, marker=marker).lines())
-    fig.ruler("x").ticks(*chart.x_ticks)
-    fig.ruler("y").ticks(*chart.y_ticks)
-    fig.ruler("y").lim(*chart.y_limits)
-    fig.title(CHART_TITLE)
-    fig.label("depth", "x")
-    text = str(fig.build().string(colorless=colorless))
-    fig.clear()
-    return text + "\n" + chart_legend(chart)
+    lines = [(xs, ys, marker) for (_, xs, ys), marker in zip(chart.lines, _markers(chart))]
+    drawn = LineChart(CHART_TITLE, "depth", lines, chart.x_ticks, chart.y_ticks, chart.y_limits)
+    return chart_text(drawn, width, height, colorless) + "\n\n" + chart_legend(chart)
 
 
 def _markers(chart: _Chart) -> list[str]:
@@ -207,22 +193,6 @@ def chart_legend(chart: _Chart) -> str:
     would cover the low-depth points."""
     entries = [f"{marker} {label}" for (label, _, _), marker in zip(chart.lines, _markers(chart))]
     return "    " + "   ".join(entries)
-
-
-def _plotext5(plt: Any, chart: _Chart, width: int, height: int, colorless: bool) -> str:
-    plt.clear_figure()
-    plt.theme("pro")  # plotext 5's theme without a canvas colour
-    plt.plotsize(width, height)
-    for (_, xs, ys), marker in zip(chart.lines, _markers(chart)):
-        plt.plot(xs, ys, marker=marker)
-    plt.xticks(*chart.x_ticks)
-    plt.yticks(*chart.y_ticks)
-    plt.ylim(*chart.y_limits)
-    plt.title(CHART_TITLE)
-    plt.xlabel("depth")
-    text = str(plt.build())
-    plt.clear_figure()
-    return (str(plt.uncolorize(text)) if colorless else text) + "\n" + chart_legend(chart)
 
 
 def check_png_possible(path: str | os.PathLike[str]) -> None:
