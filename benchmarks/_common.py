@@ -21,11 +21,14 @@ from typing import Any
 
 import numpy as np
 import torch
-from transformers import GPT2Config, GPT2LMHeadModel
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
 
 from tfcli.checkpoints import load_checkpoint
-from tfcli.engine.weights import Weights
+from tfcli.engine.blas import blas_threads
+from tfcli.engine.layout import fused_projection
+from tfcli.engine.parallel import MIN_ROW_BLOCK, WORKERS, linear, parallel_for, split
+from tfcli.engine.weights import AttentionWeights, FFNWeights, Weights
 from tfcli.spec import Spec
 
 SEED = 0
@@ -38,9 +41,38 @@ THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 def gpt2_pair(attn_implementation: str) -> tuple[GPT2LMHeadModel, Spec, Weights]:
     """GPT2LMHeadModel(GPT2Config()) from torch.manual_seed(0), in eval mode, and the same
     weights loaded into tfcli (float32) from its save_pretrained directory."""
+    return _saved_pair(lambda: GPT2LMHeadModel(GPT2Config(attn_implementation=attn_implementation)))
+
+
+# A Llama-style model of GPT-2 small's size (124M parameters): GQA 12 query heads over 4 K/V
+# heads, SwiGLU (d_ff 2048), RMSNorm, RoPE, untied head, 32000-token vocabulary.
+LLAMA_SMALL = {"hidden_size": 768, "intermediate_size": 2048, "num_hidden_layers": 12,
+               "num_attention_heads": 12, "num_key_value_heads": 4, "vocab_size": 32000,
+               "max_position_embeddings": 2048, "tie_word_embeddings": False}
+
+
+def llama_pair(attn_implementation: str) -> tuple[LlamaForCausalLM, Spec, Weights]:
+    """LlamaForCausalLM(LlamaConfig(**LLAMA_SMALL)) from torch.manual_seed(0) and the same
+    weights in tfcli, as gpt2_pair."""
+    config = LlamaConfig(**LLAMA_SMALL, attn_implementation=attn_implementation)
+    return _saved_pair(lambda: LlamaForCausalLM(config))
+
+
+def model_pair(name: str, attn_implementation: str) -> tuple[Any, Spec, Weights]:
+    """The benchmark's model by name: gpt2 (GPT-2 small) or llama (LLAMA_SMALL)."""
+    return {"gpt2": gpt2_pair, "llama": llama_pair}[name](attn_implementation)
+
+
+MODEL_TITLES = {"gpt2": "GPT-2 small (random, seed 0)",
+                "llama": "Llama-style 124M (random, seed 0; GQA 12/4, SwiGLU 2048, 12 layers)"}
+
+
+def _saved_pair(build: Callable[[], Any]) -> tuple[Any, Spec, Weights]:
+    """The transformers model build() makes after torch.manual_seed(SEED), in eval mode, and
+    its save_pretrained weights loaded into tfcli (float32)."""
     hf_logging.disable_progress_bar()
     torch.manual_seed(SEED)
-    model = GPT2LMHeadModel(GPT2Config(attn_implementation=attn_implementation)).eval()
+    model = build().eval()
     with tempfile.TemporaryDirectory() as directory:
         model.save_pretrained(directory)
         spec, weights = load_checkpoint(directory, np.float32)
@@ -74,6 +106,92 @@ def interleave(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, lis
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
+
+
+# --- the forward pass's own GEMMs -------------------------------------------------------------
+
+
+def _projections(owner: object, names: tuple[str, ...], biases: tuple[str, ...]) -> list[np.ndarray]:
+    """The weight(s) the engine multiplies by for these projections: one fused array when they
+    are column views of one (engine.layout), else each on its own, as parallel.linear_split."""
+    fused = fused_projection(owner, names, biases)
+    return [fused[0]] if fused is not None else [getattr(owner, name) for name in names]
+
+
+def forward_gemms(spec: Spec, weights: Weights, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (a, b) operands of every matrix product of a decoder's forward pass over n tokens,
+    batch 1, in the engine's order (labelled_gemms without the labels)."""
+    return [(a, b) for _, a, b in labelled_gemms(spec, weights, n)]
+
+
+def labelled_gemms(spec: Spec, weights: Weights,
+                   n: int) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(kind, a, b) for every matrix product of a decoder's forward pass over n tokens, batch
+    1, in the engine's order: per block the Q/K/V projection(s) (qkv), attention's two batched
+    products over the FULL n x n square (scores, mix: GQA's query groups folded into the query
+    axis, as engine.attention.attend does; keys transposed as a view), the out projection
+    (out), the FFN's up and gate (up) and down (down) projections; then the logits. The right
+    operands of projections are the model's own arrays (the tied head the transposed view the
+    engine reads); the left ones random, one array per shape."""
+    rng, made = np.random.default_rng(SEED), {}
+
+    def left(*shape: int) -> np.ndarray:
+        if shape not in made:
+            made[shape] = rng.standard_normal(shape, dtype=np.float32)
+        return made[shape]
+
+    kv, dh, group = spec.kv_heads, spec.d_head, spec.n_heads // spec.kv_heads
+    pairs = []
+    for block in weights.decoder.blocks:
+        attn, mlp = block.attn, block.ffn
+        assert isinstance(attn, AttentionWeights) and isinstance(mlp, FFNWeights)
+        for w in _projections(attn, ("wq", "wk", "wv"), ("bq", "bk", "bv")):
+            pairs.append(("qkv", left(n, w.shape[0]), w))  # (n, d) @ (d, m)
+        keys_t = left(1, kv, n, dh).swapaxes(-1, -2)  # (1, Hkv, dh, n), a view
+        pairs.append(("scores", left(1, kv, group * n, dh), keys_t))  # (1, Hkv, g*n, n)
+        pairs.append(("mix", left(1, kv, group * n, n), left(1, kv, n, dh)))  # (1, Hkv, g*n, dh)
+        pairs.append(("out", left(n, attn.wo.shape[0]), attn.wo))  # (n, H*dh) @ (H*dh, d)
+        ups = (_projections(mlp, ("w_gate", "w_up"), ("b_gate", "b_up"))
+               if mlp.w_gate is not None else [mlp.w_up])
+        for w in ups:
+            pairs.append(("up", left(n, w.shape[0]), w))  # (n, d) @ (d, d_ff [x2])
+        pairs.append(("down", left(n, mlp.w_down.shape[0]), mlp.w_down))  # (n, d_ff) @ (d_ff, d)
+    head = weights.lm_head if weights.lm_head is not None else weights.token_embedding.T
+    pairs.append(("logits", left(n, head.shape[0]), head))  # (n, d) @ (d, V)
+    return pairs
+
+
+def run_gemms(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+    """The products back to back through np.matmul, OpenBLAS on one thread per core (NumPy's
+    own way of using the cores; every product allocates its result, as the engine's do)."""
+    with blas_threads(WORKERS):
+        for a, b in pairs:
+            np.matmul(a, b)
+
+
+def run_gemms_pooled(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+    """The same products spread over the cores the engine's way: OpenBLAS on one thread, each
+    projection split by columns (engine.parallel.linear), each batched product by blocks of
+    query rows (as attention's query blocks). Where other processes keep a core busy,
+    OpenBLAS's own threads stall waiting for each other and this is the faster reference."""
+    with blas_threads(1):
+        for a, b in pairs:
+            if a.ndim == 2:
+                linear(a, b)
+                continue
+            out = np.empty((*a.shape[:-1], b.shape[-1]), dtype=np.result_type(a, b))
+            rows = a.shape[-2]
+
+            def block(r0: int, r1: int, a: np.ndarray = a, b: np.ndarray = b,
+                      out: np.ndarray = out) -> None:
+                np.matmul(a[..., r0:r1, :], b, out=out[..., r0:r1, :])
+
+            parallel_for(rows, split(rows, MIN_ROW_BLOCK, blocks_per_worker=1), block)
+
+
+def gemm_flops(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+    """2 m k n summed over the products (batched ones times their batch)."""
+    return float(sum(2 * np.prod(a.shape[:-1]) * a.shape[-1] * b.shape[-1] for a, b in pairs))
 
 
 # --- machine facts ---------------------------------------------------------------------------
