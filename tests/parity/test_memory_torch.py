@@ -19,6 +19,7 @@ from tests.parity.torch_memory import forward_peak, saved_bytes
 from tfcli.analysis.activations import Workload, inference_peak
 from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan, optimizer_bytes
 from tfcli.analysis.saved_activations import saved_activations
+from tfcli.analysis.saved_lora import lora_saved_activations
 from tfcli.checkpoints import spec_from_config_dir
 from tfcli.spec import Spec
 
@@ -134,6 +135,60 @@ def test_saved_activations_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Sp
     ids = _ids(2, 64)
     want = saved_bytes(half, _training_run(name, half, ids), ids)
     got = saved_activations(spec, Workload(2, 64, 2), attention).total
+    assert abs(got - want) <= 0.10 * want, (got, want)
+
+
+class LoRA(torch.nn.Module):
+    """A frozen linear plus a trainable rank-r update B(A(x)), as PEFT's lora.Linear (no dropout)."""
+
+    def __init__(self, base: torch.nn.Linear, rank: int) -> None:
+        super().__init__()
+        self.base = base
+        self.A = torch.nn.Linear(base.in_features, rank, bias=False)
+        self.B = torch.nn.Linear(rank, base.out_features, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.base(x) + self.B(self.A(x)) * 2.0
+
+
+LORA_MODULES = {
+    "llama": {"q": "self_attn.q_proj", "k": "self_attn.k_proj", "v": "self_attn.v_proj",
+              "o": "self_attn.o_proj", "gate": "mlp.gate_proj", "up": "mlp.up_proj",
+              "down": "mlp.down_proj"},
+    "bert": {"q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
+             "o": "attention.output.dense", "up": "intermediate.dense", "down": "output.dense"},
+}
+
+
+def _with_lora(name: str, model: tf.PreTrainedModel, targets: tuple[str, ...]) -> None:
+    for p in model.parameters():
+        p.requires_grad_(False)
+    blocks = model.model.layers if name == "llama" else model.encoder.layer
+    for block in blocks:
+        for target in targets:
+            *path, leaf = LORA_MODULES[name][target].split(".")
+            parent = block
+            for part in path:
+                parent = getattr(parent, part)
+            setattr(parent, leaf, LoRA(getattr(parent, leaf), 8))
+
+
+@pytest.mark.parametrize("name", ["llama", "bert"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("every", [False, True])
+def test_lora_saved_activations(name: str, attention: str, every: bool, tmp_path: Path) -> None:
+    """Only the adapters train: a frozen linear saves nothing, RMS norm no normed values."""
+    torch.manual_seed(0)
+    model = MODELS[name]()
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config_dir(tmp_path)
+    targets = tuple(LORA_MODULES[name]) if every else ("q", "v")
+    _with_lora(name, model, targets)
+    model.set_attn_implementation(attention)
+    model.train()
+    ids = _ids(2, 64)
+    want = saved_bytes(model, _training_run(name, model, ids), ids)
+    got = lora_saved_activations(spec, Workload(2, 64, 4), attention, targets, 8).total
     assert abs(got - want) <= 0.10 * want, (got, want)
 
 

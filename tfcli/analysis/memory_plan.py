@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from tfcli.analysis.activations import ATTENTION_KINDS, Workload, inference_peak
-from tfcli.analysis.saved_activations import RECOMPUTE, saved_activations
+from tfcli.analysis.saved_activations import RECOMPUTE, SavedActivations, saved_activations
+from tfcli.analysis.saved_lora import lora_saved_activations
 from tfcli.dtypes import DTYPE_BYTES
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.params import ATTENTION, FFN, components, kv_cache_bytes, total_parameters
@@ -210,6 +211,14 @@ def _sharded(value: int, ways: int) -> int:
     return -(-value // ways)
 
 
+def _saved(spec: Spec, o: MemoryOptions, work: Workload) -> SavedActivations:
+    """What autograd keeps: with LoRA (no full recomputation) only what the adapters' gradients
+    need (tfcli.analysis.saved_lora), else as full fine-tuning saves it."""
+    if o.lora_rank and o.recompute != "full":
+        return lora_saved_activations(spec, work, o.attention, o.lora_targets, o.lora_rank)
+    return saved_activations(spec, work, o.attention, o.recompute, o.tp)
+
+
 def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPart]:
     it = _compute_itemsize(o.dtype)
     mixed = it < FLOAT32
@@ -229,8 +238,7 @@ def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPa
     tp_ways = o.tp
     shard = {"weights": dp if o.zero >= 3 else 1, "gradients": dp if o.zero >= 2 else 1,
              "optimizer": dp if o.zero >= 1 else 1}
-    saved = saved_activations(spec, Workload(o.batch, seq_len, it), o.attention, o.recompute,
-                              o.tp)
+    saved = _saved(spec, o, Workload(o.batch, seq_len, it))
     tokens = o.batch * seq_len
     loss = tokens * spec.vocab_size * (it + FLOAT32) if spec.lm_head else 0
     parts = [
@@ -242,9 +250,11 @@ def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPa
         MemoryPart("optimizer state", _sharded(opt, tp_ways * shard["optimizer"]),
                    f"{o.optimizer}, {trainable:,} trainable parameters"),
         MemoryPart("master weights", _sharded(master, tp_ways * shard["optimizer"]),
-                   "float32 copy for mixed precision" if master else "none: the weights are float32"),
+                   "float32 copy for mixed precision" if master else
+                   "none: the adapters are float32" if lora else "none: the weights are float32"),
         MemoryPart("activations", saved.total,
-                   f"kept for backward ({o.attention}, recompute {o.recompute})"),
+                   f"kept for backward ({o.attention}, recompute {o.recompute}"
+                   + ("; LoRA: what the adapters' gradients need)" if lora else ")")),
         MemoryPart("logits and loss", _sharded(loss, tp_ways),
                    "logits and their float32 gradient" if loss else "no vocabulary head"),
     ]
@@ -265,6 +275,8 @@ def _notes(spec: Spec, o: MemoryOptions) -> tuple[str, ...]:
                          "and the vocabulary shared over --tp; norms and the linears' inputs "
                          "replicated")
         notes.append("dropout taken as off; each live dropout adds one byte per element")
+        if o.lora_rank and o.tp > 1:
+            notes.append("LoRA activations are not divided by --tp (a conservative figure)")
     else:
         notes.append("activations: the largest live set, not a sum of op outputs; buffers "
                      "freed when the code drops its last reference (docs/memory.md)")
