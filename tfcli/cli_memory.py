@@ -11,6 +11,7 @@ import typer
 from tfcli.cli_options import FormatOpt, LayersOpt, SpecArg, load_spec_arg
 from tfcli.cli_sweep import SweepPlotOpt, check_plot, emit_sweep
 from tfcli.cli_sweep import axes as sweep_axes
+from tfcli.dtypes import KvDtype, MemoryDtype
 from tfcli.render.output import OutputFormat, emit
 
 
@@ -18,8 +19,6 @@ def _choice(name: str, values: tuple[str, ...]) -> type[Enum]:
     return Enum(name, [(v, v) for v in values], type=str)  # type: ignore[return-value]
 
 
-PlanDtype = _choice("PlanDtype", ("float32", "bfloat16", "float16", "int8", "int4"))
-PlanKvDtype = _choice("PlanKvDtype", ("float32", "float16", "bfloat16", "int8"))
 Attention = _choice("Attention", ("sdpa", "eager", "engine"))
 Optimizer = _choice("Optimizer", ("adamw", "adam", "sgd", "adam8bit"))
 Recompute = _choice("MemoryRecompute", ("none", "selective", "full"))
@@ -33,8 +32,8 @@ def memory_cmd(
     spec: SpecArg,
     batch: Annotated[str, typer.Option("--batch", metavar="N[,N...]", help="Sequences per forward (training: per GPU); a comma list (1,8,32) sweeps.")] = "1",
     seq_len: Annotated[str | None, typer.Option("--seq-len", metavar="N[,N...]", help="Tokens per sequence (default min(max_seq_len, 1024)); a comma list (1024,8192) sweeps.")] = None,
-    dtype: Annotated[PlanDtype, typer.Option("--dtype", help="Weights (and compute) dtype; int8 / int4 quantise the blocks' linear weights, computing in bfloat16.")] = PlanDtype.bfloat16,  # type: ignore[attr-defined]
-    kv_dtype: Annotated[PlanKvDtype | None, typer.Option("--kv-dtype", help="KV-cache dtype (default: the compute dtype).")] = None,
+    dtype: Annotated[MemoryDtype, typer.Option("--dtype", help="Weights (and compute) dtype; int8 / int4 quantise the blocks' linear weights, computing in bfloat16.")] = MemoryDtype.bfloat16,  # type: ignore[valid-type, attr-defined]
+    kv_dtype: Annotated[KvDtype | None, typer.Option("--kv-dtype", help="KV-cache dtype (default: the compute dtype).")] = None,
     attention: Annotated[Attention, typer.Option("--attention", help="sdpa (fused / flash), eager (scores materialised) or engine (tfcli's own NumPy engine).")] = Attention.sdpa,  # type: ignore[attr-defined]
     group_size: Annotated[int, typer.Option(min=1, help="int8 / int4: weights per float16 scale.")] = 128,
     train: Annotated[bool, typer.Option("--train", help="Training: gradients, optimizer state, master weights, saved activations.")] = False,

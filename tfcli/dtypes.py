@@ -18,6 +18,8 @@ KV_DTYPES = ("float32", "float16", "bfloat16", "int8")  # `params --kv-dtype`
 ACTIVATION_DTYPES = ("float32", "bfloat16", "float16")  # `trace --dtype`: activation bytes
 ENGINE_DTYPES = ("float32", "float64")  # `run` / `generate --dtype`: what the engine computes in
 SWEEP_DTYPES = ("float64", "float32")  # `depth-sweep --dtype` (float64 first: its default)
+# `memory --dtype`: weights and compute; int8 / int4 quantise the linear weights (compute bfloat16)
+MEMORY_DTYPES = ("float32", "bfloat16", "float16", "int8", "int4")
 
 
 def check_dtype(option: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -38,3 +40,4 @@ EngineDtype: type[Enum] = _choice("EngineDtype", ENGINE_DTYPES)
 ActivationDtype: type[Enum] = _choice("ActivationDtype", ACTIVATION_DTYPES)
 KvDtype: type[Enum] = _choice("KvDtype", KV_DTYPES)
 SweepDtype: type[Enum] = _choice("SweepDtype", SWEEP_DTYPES)
+MemoryDtype: type[Enum] = _choice("MemoryDtype", MEMORY_DTYPES)

@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass, field, replace
 from tfcli.analysis.activations import ATTENTION_KINDS, Workload, inference_peak
 from tfcli.analysis.saved_activations import RECOMPUTE, SavedActivations, saved_activations
 from tfcli.analysis.saved_lora import lora_saved_activations
-from tfcli.dtypes import DTYPE_BYTES
+from tfcli.dtypes import DTYPE_BYTES, MEMORY_DTYPES
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.params import ATTENTION, FFN, components, kv_cache_bytes, total_parameters
 from tfcli.spec import Spec
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "adam8bit")
-PLAN_DTYPES = ("float32", "bfloat16", "float16", "int8", "int4")  # weights (and compute) dtype
+PLAN_DTYPES = MEMORY_DTYPES  # weights (and compute) dtype
 QUANTISED = {"int8": 8, "int4": 4}  # bits per quantised weight
 SCALE_BYTES = 2  # one float16 scale per group of quantised weights (symmetric, no zero point)
 FLOAT32 = 4
