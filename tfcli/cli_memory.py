@@ -77,7 +77,8 @@ def memory_cmd(
         kv_dtype=kv_dtype.value if kv_dtype is not None else None, group_size=group_size,
         train=train, optimizer=optimizer.value, recompute=recompute.value, gpus=gpus, zero=zero,
         tp=tp, lora_rank=lora_rank, lora_targets=_targets(lora_targets),
-        workers=_engine_workers() if attention.value == "engine" else 1)
+        workers=_engine_workers() if attention.value == "engine" else 1,
+        stored_bytes=None if train or layers else _stored_bytes(spec, model_spec))
     accelerator = find_gpu(gpu) if gpu is not None else None
     if points.is_sweep:
         from tfcli.analysis.sweep import memory_sweep
@@ -86,6 +87,17 @@ def memory_cmd(
         return
     report = build_memory_report(model_spec, options, accelerator, fit)
     emit(report, fmt, lambda: render_memory(report))
+
+
+def _stored_bytes(spec_arg: str, model_spec: object) -> int | None:
+    """A GGUF or quantised checkpoint's weight bytes as stored (their own dtypes, packing and
+    scales), which inference loads as they are; None for anything else."""
+    from tfcli.analysis.stored import stored_for
+
+    stored = stored_for(spec_arg, model_spec)  # type: ignore[arg-type]
+    if stored is None or not (stored.format == "gguf" or stored.quantized) or not stored.n_bytes:
+        return None
+    return stored.n_bytes
 
 
 def _engine_workers() -> int:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from tests.checkpoints.gguf_files import llama_metadata, llama_tensors, write_gguf
 from tests.cli.guarded import run_in_memory
 
 
@@ -50,3 +52,13 @@ def test_moe_is_planned_and_unmodelled_variants_are_named() -> None:
                        (("deepseek-v2-lite",), "ungated shared experts")):
         code, _, err = run_in_memory("memory", *args)
         assert code == 2 and word in err, err
+
+
+def test_a_gguf_file_is_planned_with_its_weights_as_stored(tmp_path: Path) -> None:
+    tensors = llama_tensors()
+    path = write_gguf(tmp_path / "tiny.gguf", "llama", llama_metadata(), tensors)
+    code, out, err = run_in_memory("memory", str(path), "--seq-len", "16", "-f", "json")
+    assert code == 0, err
+    weights = json.loads(out)["parts"][0]
+    assert weights["note"] == "as stored in the checkpoint"
+    assert weights["bytes"] == sum(a.nbytes for a in tensors.values())  # float32 as written
