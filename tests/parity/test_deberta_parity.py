@@ -77,6 +77,19 @@ def test_hidden_states_match_transformers_on_a_right_padded_batch(name: str,
     assert_counts_match(model, tmp_path)
 
 
+def test_a_left_padded_batch_matches_too(tmp_path: Path) -> None:
+    """Relative offsets are token-index differences on both sides (transformers ignores
+    position_ids there), and v3 has no absolute positions: leading pads change nothing real."""
+    model = save_random(lambda: transformers.DebertaV2Model(_config()), tmp_path)
+    tokens, mask = (a[:, ::-1].copy() for a in _batch())  # the pads now lead
+    with torch.no_grad():
+        want = model(input_ids=torch.from_numpy(tokens),
+                     attention_mask=torch.from_numpy(mask)).last_hidden_state.numpy()
+    _, out = _ours(tmp_path, tokens, mask)
+    real = mask.astype(bool)
+    np.testing.assert_allclose(out.hidden[real], want[real], **F32)
+
+
 HEADS: dict[str, Callable[[], PreTrainedModel]] = {
     "masked-lm": lambda: transformers.DebertaV2ForMaskedLM(_config()),
     "masked-lm-not-legacy": lambda: transformers.DebertaV2ForMaskedLM(_config(legacy=False)),
