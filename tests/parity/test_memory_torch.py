@@ -15,9 +15,10 @@ import pytest
 import torch
 import transformers as tf
 
-from tests.parity.torch_memory import forward_peak, saved_bytes
+from tests.parity.torch_memory import LiveStorages, forward_peak, saved_bytes, storage_key
 from tfcli.analysis.activations import Workload, inference_peak
-from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan, optimizer_bytes
+from tfcli.analysis.memory_plan import (MemoryOptions, build_memory_plan, optimizer_bytes,
+                                        step_scratch_bytes)
 from tfcli.analysis.saved_activations import saved_activations
 from tfcli.analysis.saved_lora import lora_saved_activations
 from tfcli.checkpoints import spec_from_config_dir
@@ -202,9 +203,9 @@ def test_optimizer_and_gradient_bytes_are_exact(family: tuple[str, tf.PreTrained
                                                 optimizer: str) -> None:
     name, model, spec = family
     params = list(model.parameters())
-    make = {"adamw": lambda: torch.optim.AdamW(params, lr=1e-3),
-            "adam": lambda: torch.optim.Adam(params, lr=1e-3),
-            "sgd": lambda: torch.optim.SGD(params, lr=1e-3, momentum=0.9)}[optimizer]
+    make = {"adamw": lambda: torch.optim.AdamW(params, lr=1e-3, foreach=True),
+            "adam": lambda: torch.optim.Adam(params, lr=1e-3, foreach=True),
+            "sgd": lambda: torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=True)}[optimizer]
     opt = make()
     model.train()
     ids = _ids(1, 16)
@@ -218,4 +219,13 @@ def test_optimizer_and_gradient_bytes_are_exact(family: tuple[str, tf.PreTrained
     assert plan.part("weights") == sum(p.nbytes for p in params)
     assert plan.part("master weights") == 0  # float32 training: the weights are the master
     assert optimizer_bytes(optimizer, sum(p.numel() for p in params), len(params)) == _state_bytes(opt)
+    # the next step's own temporaries (foreach, as on CUDA): every storage but its new ones known
+    out = _training_run(name, model, ids)()
+    out.sum().backward() if out.dim() else out.backward()  # type: ignore[union-attr]
+    held = [*params, *(p.grad for p in params if p.grad is not None),
+            *(v for s in opt.state.values() for v in s.values() if isinstance(v, torch.Tensor))]
+    mode = LiveStorages({storage_key(t) for t in held})
+    with mode:
+        opt.step()
+    assert mode.peak == step_scratch_bytes(optimizer, sum(p.numel() for p in params))
     opt.zero_grad(set_to_none=True)

@@ -261,7 +261,22 @@ def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPa
     if o.recompute == "full":
         parts.append(MemoryPart("recomputed block", saved.per_block,
                                 "one block's saved set, rebuilt during backward"))
+    step = _sharded(step_scratch_bytes(o.optimizer, trainable), tp_ways * shard["optimizer"])
+    freed = sum(p.bytes for p in parts if p.name in FREED_BEFORE_STEP)
+    parts.append(MemoryPart("optimizer step", max(0, step - freed),
+                            f"the update's temporaries ({step:,} B) beyond the activations "
+                            "freed before it" if step else "updates in place"))
     return parts
+
+
+FREED_BEFORE_STEP = ("activations", "logits and loss", "recomputed block")
+
+
+def step_scratch_bytes(optimizer: str, params: int) -> int:
+    """What the optimizer step allocates for itself: torch's foreach Adam / AdamW (the CUDA
+    default) a float32 sqrt(exp_avg_sq) of every trainable value (measured: 4 bytes each);
+    SGD and bitsandbytes' fused 8-bit kernel update in place."""
+    return FLOAT32 * params if optimizer in ("adam", "adamw") else 0
 
 
 def _notes(spec: Spec, o: MemoryOptions) -> tuple[str, ...]:
