@@ -264,8 +264,8 @@ def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPa
     step = _sharded(step_scratch_bytes(o.optimizer, trainable), tp_ways * shard["optimizer"])
     freed = sum(p.bytes for p in parts if p.name in FREED_BEFORE_STEP)
     parts.append(MemoryPart("optimizer step", max(0, step - freed),
-                            f"the update's temporaries ({step:,} B) beyond the activations "
-                            "freed before it" if step else "updates in place"))
+                            f"foreach update scratch {step:,} B, less what backward freed"
+                            if step else "updates in place"))
     return parts
 
 
