@@ -360,7 +360,8 @@ def _trace_execute(spec: Any, report: Any, seed: int, fmt: OutputFormat) -> None
     from tfcli.errors import CheckFailedError
     from tfcli.render.trace import render_execute_check, render_trace
 
-    check = execute_check(spec, report, seed=seed)
+    with slow_status("drawing weights and running the forward pass"):
+        check = execute_check(spec, report, seed=seed)
     both = TracedExecution(report, check)
     emit(both, fmt, lambda: Group(render_trace(report), render_execute_check(check)))
     if fmt in (OutputFormat.csv, OutputFormat.markdown):  # no place in the rows: to stderr
