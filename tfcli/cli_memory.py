@@ -39,6 +39,7 @@ def memory_cmd(
     train: Annotated[bool, typer.Option("--train", help="Training: gradients, optimizer state, master weights, saved activations.")] = False,
     optimizer: Annotated[Optimizer, typer.Option("--optimizer", help="Training optimizer.")] = Optimizer.adamw,  # type: ignore[attr-defined]
     recompute: Annotated[Recompute, typer.Option("--recompute", help="Activation recomputation: none, selective (attention core) or full (gradient checkpointing).")] = Recompute.none,  # type: ignore[attr-defined]
+    dropout: Annotated[bool, typer.Option("--dropout", help="Training: the model's dropouts are on (GPT-2, BERT configs): their saved noise counts.")] = False,
     gpus: Annotated[int, typer.Option("--gpus", min=1, help="Training GPUs (data parallel x --tp).")] = 1,
     zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage over the data-parallel GPUs: 1 optimizer, 2 + gradients, 3 + weights.")] = 0,
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel GPUs (divides --gpus).")] = 1,
@@ -76,7 +77,7 @@ def memory_cmd(
         dtype=dtype.value, attention=attention.value,
         kv_dtype=kv_dtype.value if kv_dtype is not None else None, group_size=group_size,
         train=train, optimizer=optimizer.value, recompute=recompute.value, gpus=gpus, zero=zero,
-        tp=tp, lora_rank=lora_rank, lora_targets=_targets(lora_targets),
+        tp=tp, lora_rank=lora_rank, lora_targets=_targets(lora_targets), dropout=dropout,
         workers=_engine_workers() if attention.value == "engine" else 1,
         stored_bytes=None if train or layers else _stored_bytes(spec, model_spec))
     accelerator = find_gpu(gpu) if gpu is not None else None

@@ -139,6 +139,29 @@ def test_saved_activations_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Sp
     assert abs(got - want) <= 0.10 * want, (got, want)
 
 
+@pytest.mark.parametrize("name,make", [
+    ("gpt2", lambda: tf.GPT2LMHeadModel(tf.GPT2Config(
+        n_embd=64, n_head=4, n_layer=2, vocab_size=VOCAB, n_positions=512, bos_token_id=0,
+        eos_token_id=0))),  # GPT-2's own 0.1 everywhere
+    ("bert", lambda: tf.BertModel(tf.BertConfig(
+        hidden_size=64, num_attention_heads=4, num_hidden_layers=2, intermediate_size=128,
+        vocab_size=VOCAB, max_position_embeddings=512))),  # BERT's own 0.1
+])
+def test_saved_activations_with_dropout(name: str, make: Callable[[], tf.PreTrainedModel],
+                                        tmp_path: Path) -> None:
+    """Live dropouts save their noise (and eager attention the dropped probabilities)."""
+    torch.manual_seed(0)
+    model = make()
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config_dir(tmp_path)
+    model.set_attn_implementation("eager")
+    model.train()
+    ids = _ids(2, 64)
+    want = saved_bytes(model, _training_run(name, model, ids), ids)
+    got = saved_activations(spec, Workload(2, 64, 4), "eager", dropout=True).total
+    assert abs(got - want) <= 0.10 * want, (got, want)
+
+
 class LoRA(torch.nn.Module):
     """A frozen linear plus a trainable rank-r update B(A(x)), as PEFT's lora.Linear (no dropout)."""
 

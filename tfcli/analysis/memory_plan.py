@@ -58,6 +58,7 @@ class MemoryOptions:
     lora_rank: int | None = None
     lora_targets: tuple[str, ...] = ("q", "v")
     param_tensors: int | None = None  # torch parameter tensors (None: tfcli's arrays)
+    dropout: bool = False  # training: the model's dropouts on (p > 0: their noise is saved)
     workers: int = 1  # engine attention: threads running query blocks at once
 
     def resolved_seq_len(self, spec: Spec) -> int:
@@ -216,7 +217,7 @@ def _saved(spec: Spec, o: MemoryOptions, work: Workload) -> SavedActivations:
     need (tfcli.analysis.saved_lora), else as full fine-tuning saves it."""
     if o.lora_rank and o.recompute != "full":
         return lora_saved_activations(spec, work, o.attention, o.lora_targets, o.lora_rank)
-    return saved_activations(spec, work, o.attention, o.recompute, o.tp)
+    return saved_activations(spec, work, o.attention, o.recompute, o.tp, o.dropout)
 
 
 def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPart]:
@@ -289,7 +290,9 @@ def _notes(spec: Spec, o: MemoryOptions) -> tuple[str, ...]:
                          "gradients, optimizer state, the heads' and hidden units' activations "
                          "and the vocabulary shared over --tp; norms and the linears' inputs "
                          "replicated")
-        notes.append("dropout taken as off; each live dropout adds one byte per element")
+        notes.append("dropout on: torch's saved noise counted (eager probabilities too); flash "
+                     "sdpa keeps only its RNG state" if o.dropout else
+                     "dropout taken as off (--dropout counts a model trained with it)")
         if o.lora_rank and o.tp > 1:
             notes.append("LoRA activations are not divided by --tp (a conservative figure)")
     else:

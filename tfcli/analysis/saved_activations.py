@@ -6,8 +6,9 @@ weight is a parameter); a mul of two activations saves both; softmax and tanh th
 native_layer_norm its input, mean and rstd (float32); transformers' RMSNorm upcasts to float32
 and saves that copy, the normed values and rsqrt; sdpa (flash on CPU and CUDA) saves q, k, v,
 its output and the row logsumexp, never the scores; adds, views and scalings save nothing;
-a frozen operand is not needed for a gradient, so nothing is saved for it. Dropout is taken as
-off (p = 0: a live dropout adds a one-byte mask per element).
+a frozen operand is not needed for a gradient, so nothing is saved for it. Dropout: off by
+default (p = 0, as Llama-style configs train); `dropout=True` counts the noise tensors torch's
+dropout saves (_dropout_saved).
 
 Recomputation: `none` keeps everything; `selective` (Korthikanti et al. 2022) recomputes the
 attention core, dropping the (B, H, T, S) probabilities; `full` (transformers' gradient
@@ -105,8 +106,20 @@ def _moe_saved(spec: Spec, work: Workload) -> float:
     return routed + _mlp_saved(s, work, s.shared_width) + work.itemsize * n * (s.d_model + 1)
 
 
+def _dropout_saved(spec: Spec, work: Workload, attention: str, selective: bool) -> float:
+    """Live dropouts (training, p > 0) of one block: torch's dropout multiplies by a noise tensor
+    of the input's dtype, which it saves: after the attention's output projection and after the
+    MLP (it·N·d each); on eager probabilities the noise and the dropped copy the matmul saves
+    (2 it·B·H·T·S). CUDA's flash sdpa keeps only its RNG state (on CPU sdpa with dropout falls
+    back to the math path, which saves what eager does)."""
+    hidden = 2 * work.itemsize * work.tokens * spec.d_model
+    if attention != "eager" or selective:
+        return hidden
+    return hidden + 2 * work.itemsize * work.batch * spec.n_heads * work.seq_len ** 2
+
+
 def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
-                 moe: bool = False, tp: int = 1) -> float:
+                 moe: bool = False, tp: int = 1, dropout: bool = False) -> float:
     """One block: its norms (input included), the linear inputs (normed inputs), attention,
     the output projection's input and the MLP. Under tensor parallelism (Megatron, no sequence
     parallelism) each GPU holds the norms and the linears' full inputs, and its 1/tp of the
@@ -119,6 +132,8 @@ def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
     o_proj = it * n * spec.n_heads * spec.head_dim
     mlp = _moe_saved(spec, work) if moe else _mlp_saved(spec, work)
     sharded = heads + (0 if selective else probs) + o_proj + mlp + _qk_norm_saved(spec, work)
+    if dropout:
+        sharded += _dropout_saved(spec, work, attention, selective)
     return norms * _norm_saved(spec, work) + linear_inputs + sharded / tp
 
 
@@ -149,9 +164,10 @@ def _outside_blocks(spec: Spec, work: Workload, recompute: str,
 
 
 def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
-                      recompute: str = "none", tp: int = 1) -> SavedActivations:
+                      recompute: str = "none", tp: int = 1,
+                      dropout: bool = False) -> SavedActivations:
     """Bytes autograd saves in one forward pass of `work` with `attention` (eager | sdpa), on
-    each of `tp` tensor-parallel GPUs."""
+    each of `tp` tensor-parallel GPUs, with the model's dropouts on or off."""
     check_modelled(spec)
     if attention not in ("eager", "sdpa"):
         raise BadInputError(not_one_of("--attention", attention, ("eager", "sdpa")) +
@@ -162,7 +178,7 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
     kinds = [(spec.n_layers - n_moe, False), (n_moe, True)]  # (blocks, experts) per kind
     kept = 0.0
     for count, moe in kinds:
-        block = _block_saved(spec, work, attention, recompute == "selective", moe, tp)
+        block = _block_saved(spec, work, attention, recompute == "selective", moe, tp, dropout)
         kept += count * (work.itemsize * work.tokens * spec.d_model if recompute == "full"
                          else block)
     parts = [(f"blocks (× {spec.n_layers})", kept)]
@@ -171,7 +187,9 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
         # checkpoint keeps it (measured: tests/parity/test_memory_torch.py)
         parts.append(("eager mask", work.itemsize * work.batch * work.seq_len ** 2))
     parts += _outside_blocks(spec, work, recompute, tp)
-    full_block = max(_block_saved(spec, work, attention, False, moe, tp) for count, moe in kinds
-                     if count)
+    if dropout:  # the embeddings' dropout noise
+        parts.append(("embedding dropout", work.itemsize * work.tokens * spec.d_model))
+    full_block = max(_block_saved(spec, work, attention, False, moe, tp, dropout)
+                     for count, moe in kinds if count)
     return SavedActivations(tuple((name, int(round(b))) for name, b in parts),
                             int(round(full_block)))
