@@ -21,7 +21,8 @@ from tfcli.analysis.saved_activations import RECOMPUTE, SavedActivations, saved_
 from tfcli.analysis.saved_lora import lora_saved_activations
 from tfcli.dtypes import DTYPE_BYTES, MEMORY_DTYPES
 from tfcli.errors import BadInputError, not_one_of
-from tfcli.params import ATTENTION, FFN, components, kv_cache_bytes, total_parameters
+from tfcli.params import (ATTENTION, FFN, Component, components, kv_cache_bytes,
+                          total_parameters)
 from tfcli.spec import Spec
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "adam8bit")
@@ -135,8 +136,9 @@ def check_options(spec: Spec, o: MemoryOptions) -> None:
 # --- weights --------------------------------------------------------------------------------
 
 
-def _is_block_matrix(c: object) -> bool:
-    return c.group in (ATTENTION, FFN) and len(c.shape) == 2 and ".blocks." in c.path  # type: ignore[attr-defined]
+def _is_block_matrix(c: Component) -> bool:
+    """A linear layer's weight inside a block (what int8 / int4 quantise, what LoRA adapts)."""
+    return c.group in (ATTENTION, FFN) and len(c.shape) == 2 and ".blocks." in c.path
 
 
 def weight_bytes(spec: Spec, dtype: str, group_size: int = 128) -> int:

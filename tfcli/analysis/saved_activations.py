@@ -58,8 +58,9 @@ def _norm_saved(spec: Spec, work: Workload) -> float:
 
 def _attention_core(spec: Spec, work: Workload, attention: str) -> tuple[float, float]:
     """(q/k/v saved, probabilities saved) of one attention, bytes. Eager: q and K/V repeated
-    to every head, as the batched matmuls copy them, and the softmax output; sdpa: q, k, v and the logsumexp (its output, already laid
-    out (B, T, H, dh), is the very storage the output projection saves)."""
+    to every head, as the batched matmuls copy them, and the softmax output; sdpa: q, k, v and
+    the logsumexp (its output, already laid out (B, T, H, dh), is the very storage the output
+    projection saves)."""
     s, n, it, t = spec, work.tokens, work.itemsize, work.seq_len
     heads = n * s.n_heads * s.head_dim
     if attention == "eager":
