@@ -40,29 +40,27 @@ from tfcli.analysis.saved_activations import saved_activations  # noqa: E402
 from tfcli.checkpoints import spec_from_config_dir  # noqa: E402
 from tfcli.spec import Spec  # noqa: E402
 
-# Llama 3.2 1B's shape (its config.json), random weights: 1,235,814,400 parameters
+# Llama 3.2 1B's shape (its config.json), random weights: 1,235,814,400 parameters (tied head)
 LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_attention_heads=32,
                 num_key_value_heads=8, num_hidden_layers=16, vocab_size=128256,
                 max_position_embeddings=8192, rope_theta=500000.0, tie_word_embeddings=True)
 
 
-def build(layers: int | None) -> tuple[tf.PreTrainedModel, Spec]:
+def build(layers: int | None) -> tuple[tf.LlamaConfig, Spec]:
+    """The config (cut to `layers`) and the spec tfcli reads from its config.json."""
     config = tf.LlamaConfig(**(LLAMA_1B | ({"num_hidden_layers": layers} if layers else {})))
-    with torch.device("meta"):
-        model = tf.LlamaForCausalLM(config)
     with tempfile.TemporaryDirectory() as folder:
         config.save_pretrained(folder)
         spec = spec_from_config_dir(folder)
-    return model, spec
+    return config, spec
 
 
-def materialise(model: tf.PreTrainedModel, dtype: torch.dtype) -> tf.PreTrainedModel:
-    model = model.to_empty(device="cuda").to(dtype)
+def materialise(config: tf.LlamaConfig, dtype: torch.dtype) -> tf.PreTrainedModel:
+    """The model initialised on the GPU itself (its RoPE buffers included), in `dtype`."""
     torch.manual_seed(0)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0.0, 0.02)
-    return model
+    with torch.device("cuda"):
+        model = tf.LlamaForCausalLM(config)
+    return model.to(dtype)
 
 
 def peak_above(run: Callable[[], Any]) -> int:
@@ -153,7 +151,7 @@ def training_rows(spec: Spec, layers: int | None, batch: int, seq_len: int,
     if live:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-        model = materialise(build(layers)[0], torch.float32)
+        model = materialise(build(layers)[0], torch.float32)  # float32: the weights are the master
         model.set_attn_implementation("sdpa")
         model.train()
         params = list(model.parameters())
@@ -180,9 +178,10 @@ def main() -> None:
     live = not args.dry_run
     if live and not torch.cuda.is_available():
         raise SystemExit("no CUDA device: run with --dry-run for the estimates alone")
-    sizes = [(b, t) for b in map(int, args.batch.split(",")) for t in map(int, args.seq_len.split(","))]
-    meta, spec = build(args.layers)
-    model = materialise(meta, torch.bfloat16) if live else None
+    sizes = [(b, t) for b in map(int, args.batch.split(","))
+             for t in map(int, args.seq_len.split(","))]
+    config, spec = build(args.layers)
+    model = materialise(config, torch.bfloat16) if live else None
     print(f"Llama-3.2-1B shape, random weights: {spec.n_layers} layers, d_model {spec.d_model}; "
           f"{torch.cuda.get_device_name() if live else 'dry run'}")
     rows = inference_rows(model, spec, sizes, live) + saved_rows(model, spec, sizes[:2], live)
