@@ -40,6 +40,23 @@ def test_a_failing_block_raises_in_the_caller():
         parallel_for(50, 10, body)
 
 
+def test_the_caller_runs_the_blocks_while_the_pool_is_busy():
+    # Every pool thread stuck elsewhere (a core another process holds): the caller takes all
+    # the blocks itself instead of waiting for them. The stuck tasks give up after 10 s, so a
+    # caller that waits fails this test instead of hanging it.
+    release = threading.Event()
+    pool = parallel._executor()
+    stuck = [pool.submit(release.wait, 10.0) for _ in range(pool._max_workers)]
+    runners = set()
+    try:
+        parallel_for(40, 10, lambda start, stop: runners.add(threading.get_ident()))
+    finally:
+        release.set()
+        for future in stuck:
+            future.result()
+    assert runners == {threading.get_ident()}
+
+
 def test_nested_parallel_for_runs_serially_inside_a_block():
     out = np.zeros((8, 8))
 
