@@ -28,7 +28,7 @@ TEXTS = st.sampled_from(["p2c|c2p", "c2p", "P2C | C2P", "p2p", "c2p|c2p", "", "l
 def test_any_json_in_the_keys_the_reader_reads() -> None:
     keys = sorted(set(FAMILIES["deberta-v2"].defaults) | EXTRA_KEYS)
 
-    @settings(max_examples=300, deadline=None, database=None,
+    @settings(max_examples=150, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow])
     @given(fields=st.dictionaries(st.sampled_from(keys), JSON | TEXTS, min_size=1, max_size=4))
     def check(fields: dict) -> None:
