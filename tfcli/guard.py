@@ -20,6 +20,7 @@ failed, /dev/null is put under its file descriptor: that last flush then succeed
 
 from __future__ import annotations
 
+import difflib
 import errno
 import io
 import os
@@ -294,7 +295,18 @@ def _click_message(exc: typer.TyperException, argv: list[str]) -> str:
     given = _given_value(argv, opts)
     if given is not None and repr(given) not in message:
         message += f" (got {_cut(repr(given), MAX_SHOWN_VALUE)})"
-    return message
+    return message.rstrip(".") + _closest_choice(param, given)
+
+
+def _closest_choice(param: Any, given: str | None) -> str:
+    """`; did you mean 'adamw'?` for a mistyped choice (`--optimizer adm`), as for option names."""
+    from tfcli.help import choices
+
+    listed = choices(param)
+    if given is None or not listed or given in listed:
+        return ""
+    close = difflib.get_close_matches(given[:MAX_SHOWN_VALUE].lower(), listed, n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def _given_value(argv: list[str], opts: list[str]) -> str | None:

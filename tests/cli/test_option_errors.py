@@ -85,6 +85,16 @@ def test_did_you_mean_for_commands_and_options() -> None:
     _one_line(invoke("--bogus"), "no such option: --bogus", "tfcli --help")
 
 
+def test_did_you_mean_for_choice_values() -> None:
+    _one_line(invoke("memory", "gpt2", "--train", "--optimizer", "adm"), "--optimizer",
+              "'adm' is not one of", "did you mean 'adam'?", "tfcli memory --help")
+    _one_line(invoke("params", "gpt2", "--kv-dtype", "bflaot16"), "did you mean 'bfloat16'?")
+    _one_line(invoke("trace", "gpt2", "-f", "JSN"), "did you mean 'json'?")
+    far = invoke("params", "gpt2", "--kv-dtype", "zzz")
+    _one_line(far, "'zzz' is not one of")
+    assert "did you mean" not in far.stderr  # nothing close: no guess
+
+
 def test_echoed_values_are_cut_and_escaped() -> None:
     long = "x" * 10_000
     for args in (["params", "gpt2", "--format", long], ["params", "gpt2", "--" + long],
