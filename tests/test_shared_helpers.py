@@ -27,6 +27,9 @@ DTYPE_OPTIONS = [
      dtypes.ENGINE_DTYPES),
     (["depth-sweep", "--sublayer", "linear", "--depths", "2", "--dtype", "int3"], "--dtype",
      dtypes.SWEEP_DTYPES),
+    (["diff", "gpt2", "gpt2-medium", "--kv-dtype", "int3"], "--kv-dtype", dtypes.KV_DTYPES),
+    (["memory", "gpt2", "--dtype", "int3"], "--dtype", dtypes.MEMORY_DTYPES),
+    (["memory", "gpt2", "--kv-dtype", "int3"], "--kv-dtype", dtypes.KV_DTYPES),
 ]
 
 
@@ -35,8 +38,10 @@ def test_every_dtype_option_refuses_with_the_one_message(args: list[str], option
                                                          allowed: tuple[str, ...]) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
-    expected = f"{option} must be one of {', '.join(allowed)} (got 'int3')"
-    assert expected in result.stderr and "Traceback" not in result.output
+    listed = ", ".join(repr(name) for name in allowed)
+    expected = f"{option}: 'int3' is not one of {listed}"
+    assert expected in result.stderr and f"(see tfcli {args[0]} --help)" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.output
 
 
 def test_dtype_table_covers_every_option() -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from tfcli.cli_options import FormatOpt, load_spec_arg
+from tfcli.dtypes import KvDtype
 from tfcli.render.output import OutputFormat, emit
 
 _SPEC_HELP = "A spec file, a bundled spec name (see `tfcli specs`), a model directory or a Hub id."
@@ -20,7 +21,7 @@ def diff_cmd(
     spec_b: SpecB,
     seq_len: Annotated[int | None, typer.Option("--seq-len", min=1, help="Tokens per sequence, for FLOPs per token and the KV cache's context (default: the shorter max_seq_len).")] = None,
     batch: Annotated[int, typer.Option(min=1, help="KV-cache batch size.")] = 1,
-    kv_dtype: Annotated[str, typer.Option(help="KV-cache dtype: float32, float16, bfloat16, int8.")] = "float32",
+    kv_dtype: Annotated[KvDtype, typer.Option(help="KV-cache dtype.")] = KvDtype.float32,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Two specs side by side: architecture, parameters per component, totals, FLOPs per token,
@@ -29,10 +30,8 @@ def diff_cmd(
     Example: tfcli diff llama-2-7b mistral-7b
     """
     from tfcli.analysis.diff import build_spec_diff
-    from tfcli.dtypes import KV_DTYPES, check_dtype
     from tfcli.render.diff import render_diff
 
-    check_dtype("--kv-dtype", kv_dtype, KV_DTYPES)
     a, b = load_spec_arg(spec_a), load_spec_arg(spec_b)
-    diff = build_spec_diff(a, b, seq_len=seq_len, batch=batch, kv_dtype=kv_dtype)
+    diff = build_spec_diff(a, b, seq_len=seq_len, batch=batch, kv_dtype=kv_dtype.value)
     emit(diff, fmt, lambda: render_diff(diff))
