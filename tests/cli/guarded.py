@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import io
+import json
 import sys
+from typing import Any
 
 import typer
 
@@ -22,3 +24,10 @@ def run_in_memory(*args: str) -> tuple[int, str, str]:
     finally:
         sys.stdout, sys.stderr = saved
     return code, out.getvalue(), err.getvalue()
+
+
+def json_output(invoke: Any, *args: str) -> dict:
+    """The JSON that `tfcli ARGS -f json` prints, through a CliRunner `invoke` fixture; exit 0."""
+    result = invoke(*args, "-f", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)

@@ -4,16 +4,9 @@ params naming the relative table and its norm."""
 
 from __future__ import annotations
 
-import json
-
+from tests.cli.guarded import json_output as _json
 from tfcli.params import total_parameters
 from tfcli.spec_io import load_spec
-
-
-def _json(invoke, *args: str) -> dict:  # noqa: ANN001
-    result = invoke(*args, "-f", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def test_bundled_trace_execute_at_two_layers(invoke) -> None:  # noqa: ANN001

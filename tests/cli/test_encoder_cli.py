@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.guarded import json_output as _json
 from tests.parity.encoder_configs import (
     ALBERT_BASE_V2,
     DISTILBERT_BASE_UNCASED,
@@ -26,12 +27,6 @@ BODIES = {  # bundled spec -> (published config.json, its body class)
     "electra-small-discriminator": (ELECTRA_SMALL_DISCRIMINATOR, "ElectraModel"),
     "albert-base-v2": (ALBERT_BASE_V2, "AlbertModel"),
 }
-
-
-def _json(invoke, *args: str) -> dict:  # noqa: ANN001
-    result = invoke(*args, "-f", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 @pytest.mark.parametrize("name", ["roberta-base", "distilbert-base-uncased"])

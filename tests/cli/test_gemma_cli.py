@@ -13,6 +13,7 @@ import pytest
 import torch
 from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
+from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
 from tfcli.spec_io import load_spec
 
@@ -28,12 +29,6 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("gemma3")
     Gemma3ForCausalLM(Gemma3TextConfig(**SMALL)).save_pretrained(path, safe_serialization=True)
     return path
-
-
-def _json(invoke, *args: str) -> dict:  # noqa: ANN001
-    result = invoke(*args, "-f", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def _changed(model_dir: Path, tmp_path: Path, change: dict) -> Path:

@@ -16,14 +16,13 @@ and a bounded time (pytest-timeout). Runs go through the app's guarded click gro
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import math
 import re
 import struct
 import sys
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -4,21 +4,15 @@ acceptance 3) and the bundled DeepSeek specs' traces at a few blocks."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
+from tests.cli.guarded import json_output as _json
 from tfcli.params import ROUTER_BIAS_NOTE, total_parameters
 from tfcli.spec_io import load_spec
 
 FIXTURE = str(Path(__file__).parents[1] / "fixtures" / "tiny-mla.yaml")
-
-
-def _json(invoke, *args: str) -> dict:
-    result = invoke(*args, "-f", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def test_params_shows_the_latent_cache_and_full_multi_head_kv(invoke) -> None:

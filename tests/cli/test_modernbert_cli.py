@@ -6,13 +6,7 @@ on a row of its own."""
 
 from __future__ import annotations
 
-import json
-
-
-def _json(invoke, *args: str) -> dict:  # noqa: ANN001
-    result = invoke(*args, "-f", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+from tests.cli.guarded import json_output as _json
 
 
 def test_trace_execute_at_three_layers(invoke) -> None:  # noqa: ANN001

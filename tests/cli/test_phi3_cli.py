@@ -14,6 +14,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import Phi3Config, Phi3ForCausalLM
 
+from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
 from tfcli.spec_io import load_spec
 
@@ -32,12 +33,6 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = Phi3Config(**copy.deepcopy(SMALL))  # transformers fills the rope dict in place
     Phi3ForCausalLM(config).save_pretrained(path, safe_serialization=True)
     return path
-
-
-def _json(invoke, *args: str) -> dict:  # noqa: ANN001
-    result = invoke(*args, "-f", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def _changed(model_dir: Path, tmp_path: Path, change: dict) -> Path:

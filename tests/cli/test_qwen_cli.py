@@ -10,6 +10,7 @@ import pytest
 import torch
 from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
+from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
 from tfcli.spec_io import load_spec
 
@@ -26,12 +27,6 @@ def model_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     path = tmp_path_factory.mktemp(request.param)
     model.save_pretrained(path, safe_serialization=True)
     return path
-
-
-def _json(invoke, *args: str) -> dict:
-    result = invoke(*args, "-f", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def test_check_cache_passes(invoke, model_dir: Path) -> None:

@@ -5,6 +5,11 @@ Imported by the test modules as `engine_specs` (pytest puts this folder on sys.p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
+from tfcli.errors import SpecConsistencyError
 from tfcli.spec import Spec
 
 BASE = dict(name="tiny", family="decoder", vocab_size=61, max_seq_len=48, d_model=32,
@@ -91,3 +96,10 @@ def make_spec(variant: str = "gpt", **changes: object) -> Spec:
     """A tiny Spec with one variant's switches, plus any field changes."""
     return Spec(**(BASE | VARIANTS[variant] | {"name": variant} | changes))
 
+
+
+def assert_refused(build: Callable[[], object], field: str, message: str) -> None:
+    """`build()` fails with one SpecConsistencyError naming `field`, `message` in its detail."""
+    with pytest.raises(SpecConsistencyError) as info:
+        build()
+    assert info.value.field == field and message in info.value.detail

@@ -67,13 +67,7 @@ def _ours(path: Path, tokens: np.ndarray, mask: np.ndarray) -> tuple[object, obj
 def test_hidden_states_match_transformers_on_a_right_padded_batch(name: str,
                                                                     tmp_path: Path) -> None:
     model = save_random(lambda: transformers.DebertaV2Model(CONFIGS[name]()), tmp_path)
-    tokens, mask = _batch()
-    with torch.no_grad():
-        want = model(input_ids=torch.from_numpy(tokens),
-                     attention_mask=torch.from_numpy(mask)).last_hidden_state.numpy()
-    _, out = _ours(tmp_path, tokens, mask)
-    real = mask.astype(bool)
-    np.testing.assert_allclose(out.hidden[real], want[real], **F32)
+    _assert_real_hidden_match(model, tmp_path, *_batch())
     assert_counts_match(model, tmp_path)
 
 
@@ -82,10 +76,16 @@ def test_a_left_padded_batch_matches_too(tmp_path: Path) -> None:
     position_ids there), and v3 has no absolute positions: leading pads change nothing real."""
     model = save_random(lambda: transformers.DebertaV2Model(_config()), tmp_path)
     tokens, mask = (a[:, ::-1].copy() for a in _batch())  # the pads now lead
+    _assert_real_hidden_match(model, tmp_path, tokens, mask)
+
+
+def _assert_real_hidden_match(model: torch.nn.Module, path: Path, tokens: np.ndarray,
+                              mask: np.ndarray) -> None:
+    """The last hidden state of every real token, ours against transformers', within float32."""
     with torch.no_grad():
         want = model(input_ids=torch.from_numpy(tokens),
                      attention_mask=torch.from_numpy(mask)).last_hidden_state.numpy()
-    _, out = _ours(tmp_path, tokens, mask)
+    _, out = _ours(path, tokens, mask)
     real = mask.astype(bool)
     np.testing.assert_allclose(out.hidden[real], want[real], **F32)
 
