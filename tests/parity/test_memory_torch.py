@@ -1,6 +1,6 @@
 """tfcli memory against what torch really holds, on small random transformers models of the
 GPT-2, Llama (GQA), Gemma (MQA, gated tanh GELU), Qwen2, Mixtral (MoE), Qwen2-MoE (shared
-expert), Qwen3-MoE (q/k norms) and BERT families: the inference peak (live tensor storages, tracked op by op:
+expert), Qwen3-MoE (q/k norms), Phi-3 and GPT-NeoX (fused projections) and BERT families: the inference peak (live tensor storages, tracked op by op:
 torch CPU has no allocator statistics) within 15%, the bytes autograd saves for backward
 (saved_tensors_hooks, each storage once) within 10% for eager and sdpa attention and with
 gradient checkpointing, and the optimizer / gradient figures to the byte."""
@@ -16,7 +16,7 @@ import torch
 import transformers as tf
 
 from tests.parity.torch_memory import LiveStorages, forward_peak, saved_bytes, storage_key
-from tfcli.analysis.activations import Workload, inference_peak
+from tfcli.analysis.activations import FUSED_MODULES, Workload, inference_peak
 from tfcli.analysis.memory_plan import (MemoryOptions, build_memory_plan, optimizer_bytes,
                                         step_scratch_bytes)
 from tfcli.analysis.saved_activations import saved_activations
@@ -50,6 +50,14 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
         hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
         intermediate_size=128, moe_intermediate_size=64, vocab_size=VOCAB, head_dim=16,
         max_position_embeddings=512, num_experts=4, num_experts_per_tok=2)),
+    "phi3": lambda: tf.Phi3ForCausalLM(tf.Phi3Config(  # fused qkv_proj and gate_up_proj
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+        intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=512, pad_token_id=0,
+        bos_token_id=0, eos_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0)),
+    "gpt_neox": lambda: tf.GPTNeoXForCausalLM(tf.GPTNeoXConfig(  # fused query_key_value,
+        hidden_size=64, num_attention_heads=4, num_hidden_layers=2,  # partial RoPE, parallel
+        intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=512,  # residual
+        hidden_dropout=0.0, attention_dropout=0.0, bos_token_id=0, eos_token_id=0)),
     "bert": lambda: tf.BertModel(tf.BertConfig(
         hidden_size=64, num_attention_heads=4, num_hidden_layers=2, intermediate_size=128,
         vocab_size=VOCAB, max_position_embeddings=512, hidden_dropout_prob=0.0,
@@ -69,6 +77,11 @@ def family(request: pytest.FixtureRequest,
     return request.param, model, spec_from_config_dir(path)
 
 
+def _fused(model: tf.PreTrainedModel) -> frozenset[str]:
+    """The projections this model's modules fuse (Phi-3 q|k|v and gate|up, GPT-NeoX q|k|v)."""
+    return FUSED_MODULES.get(model.config.model_type, frozenset())
+
+
 def _ids(batch: int, seq_len: int) -> torch.Tensor:
     return torch.randint(0, VOCAB, (batch, seq_len), generator=torch.Generator().manual_seed(1))
 
@@ -81,7 +94,7 @@ def test_inference_peak(family: tuple[str, tf.PreTrainedModel, Spec], attention:
     for batch, seq_len in SIZES:
         ids = _ids(batch, seq_len)
         want = forward_peak(model, ids, **({} if name == "bert" else {"use_cache": False}))
-        got = inference_peak(spec, Workload(batch, seq_len, 4), attention).bytes
+        got = inference_peak(spec, Workload(batch, seq_len, 4), attention, _fused(model)).bytes
         assert abs(got - want) <= 0.15 * want, (batch, seq_len, got, want)
 
 
@@ -95,7 +108,7 @@ def test_inference_peak_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Spec]
     half.eval()
     ids = _ids(1, 256)
     want = forward_peak(half, ids, **({} if name == "bert" else {"use_cache": False}))
-    got = inference_peak(spec, Workload(1, 256, 2), attention).bytes
+    got = inference_peak(spec, Workload(1, 256, 2), attention, _fused(model)).bytes
     assert abs(got - want) <= 0.15 * want, (got, want)
 
 
@@ -118,7 +131,8 @@ def test_saved_activations(family: tuple[str, tf.PreTrainedModel, Spec], attenti
         for batch, seq_len in SIZES:
             ids = _ids(batch, seq_len)
             want = saved_bytes(model, _training_run(name, model, ids), ids)
-            got = saved_activations(spec, Workload(batch, seq_len, 4), attention, recompute).total
+            got = saved_activations(spec, Workload(batch, seq_len, 4), attention, recompute,
+                                    fused=_fused(model)).total
             assert abs(got - want) <= 0.10 * want, (batch, seq_len, got, want)
     finally:
         model.activation_checkpointing_disable()
@@ -135,7 +149,7 @@ def test_saved_activations_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Sp
     half.train()
     ids = _ids(2, 64)
     want = saved_bytes(half, _training_run(name, half, ids), ids)
-    got = saved_activations(spec, Workload(2, 64, 2), attention).total
+    got = saved_activations(spec, Workload(2, 64, 2), attention, fused=_fused(model)).total
     assert abs(got - want) <= 0.10 * want, (got, want)
 
 
@@ -160,6 +174,25 @@ def test_saved_activations_with_dropout(name: str, make: Callable[[], tf.PreTrai
     want = saved_bytes(model, _training_run(name, model, ids), ids)
     got = saved_activations(spec, Workload(2, 64, 4), "eager", dropout=True).total
     assert abs(got - want) <= 0.10 * want, (got, want)
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_plan_takes_the_fused_projections(train: bool, tmp_path: Path) -> None:
+    """MemoryOptions.fused reaches both estimates: Phi-3's sdpa figures grow by what its fused
+    projections keep alive (measured above)."""
+    MODELS["phi3"]().save_pretrained(tmp_path)
+    spec = spec_from_config_dir(tmp_path)
+    fused = FUSED_MODULES["phi3"]
+
+    def activations(fused: frozenset[str]) -> int:
+        return build_memory_plan(spec, MemoryOptions(batch=2, seq_len=64, dtype="float32",
+                                                     train=train, fused=tuple(sorted(fused)))
+                                 ).part("activations")
+    work = Workload(2, 64, 4)
+    want = saved_activations(spec, work, fused=fused).total if train else \
+        inference_peak(spec, work, "sdpa", fused).bytes
+    assert activations(fused) == want
+    assert activations(frozenset()) < want
 
 
 class LoRA(torch.nn.Module):

@@ -29,7 +29,7 @@ QUERY_BLOCK_BYTES = 1 << 22
 MIN_QUERY_BLOCK = 16
 HIDDEN_SLICE_BYTES = 1 << 22
 MIN_SPLIT_ROWS = 16
-MIN_ROWWISE_ROWS = 64
+MIN_ROWWISE_ROWS = 256
 
 # Hidden-width arrays alive per worker while the engine's activation runs, its input included
 # (tfcli/engine/ops.py): relu / gelu_tanh: input + one result; silu: input, -x and exp(-x).
@@ -44,6 +44,15 @@ ENGINE_ACTIVATION_SLICES = {"relu": 2.0, "gelu_tanh": 2.0, "silu": 3.0, "gelu": 
 HF_ACTIVATION_TENSORS = {"relu": 2.0, "gelu": 2.0, "gelu_tanh": 4.0, "silu": 2.0}
 HF_GATE_TENSORS = {"relu": 2.0, "gelu": 2.0, "gelu_tanh": 2.0, "silu": 2.0}  # Gemma: F.gelu
 GATE_OF = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}
+# Projections a checkpoint's transformers modules fuse into one linear: "qkv" (Phi-3 qkv_proj,
+# GPT-NeoX and Falcon query_key_value), "gate_up" (Phi-3 gate_up_proj). The spec describes the
+# maths, not the module layout, so the caller says (transformers' model_type: FUSED_MODULES).
+FUSIONS = ("qkv", "gate_up")
+FUSED_MODULES: dict[str, frozenset[str]] = {
+    "phi3": frozenset({"qkv", "gate_up"}),
+    "gpt_neox": frozenset({"qkv"}),
+    "falcon": frozenset({"qkv"}),
+}
 
 
 @dataclass(frozen=True)
@@ -185,7 +194,16 @@ def _head_phases(spec: Spec, work: Workload, held: float) -> list[tuple[str, flo
 # --- transformers ---------------------------------------------------------------------------
 
 
-def _hf_phases(spec: Spec, work: Workload, eager: bool) -> list[tuple[str, float]]:
+def fused_qkv_extra(spec: Spec, tokens: int, fused: frozenset[str]) -> float:
+    """A fused Q/K/V projection (Phi-3, GPT-NeoX, Falcon): v is a view of the fused output, so
+    its q and k parts stay alive beside RoPE's new q and k (without RoPE q and k are views)."""
+    if "qkv" not in fused or spec.positions != "rope":
+        return 0
+    return tokens * (spec.n_heads + spec.kv_heads) * spec.head_dim
+
+
+def _hf_phases(spec: Spec, work: Workload, eager: bool,
+               fused: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
     """Live elements per phase of a transformers forward (no_grad, use_cache=False): the model
     keeps inputs_embeds (and GPT-2's position embeddings) referenced to the end, the layer loop
     its layer's input, the layer its residual; eager attention returns its probabilities, which
@@ -205,10 +223,14 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool) -> list[tuple[str, float
         # float32 result, beside the masked scores (8 bytes more per score, in elements here)
         core = probs * (1 + 8 / work.itemsize)
     table = HF_GATE_TENSORS if s.gated else HF_ACTIVATION_TENSORS
-    mlp = n * s.d_ff * (table[_activation(s)] + (1 if s.gated else 0))
+    # gated: the up projection beside the activation's tensors; fused gate|up (Phi-3): the
+    # whole (N, 2F) projection, gate and up its views
+    mlp = n * s.d_ff * (table[_activation(s)] + (0 if not s.gated else 2 if "gate_up" in fused
+                                                  else 1))
+    qkv = _qkv(s, n) + fused_qkv_extra(s, n, fused)
     phases = [
-        ("attention scores", held + x_in + h + _qkv(s, n) + repeat + core),
-        ("attention output", held + x_in + h + _qkv(s, n) + probs + 2 * n * d),
+        ("attention scores", held + x_in + h + qkv + repeat + core),
+        ("attention output", held + x_in + h + qkv + probs + 2 * n * d),
         ("FFN", held + x_in + n * d + h + probs + mlp),
     ]
     if s.n_experts:  # Mixtral-style layers: the experts' phase, beside or instead of the FFN
@@ -237,10 +259,20 @@ def moe_live(spec: Spec, work: Workload) -> float:
     return slots * (s.d_model + 4 * s.expert_width) + routing
 
 
-def inference_peak(spec: Spec, work: Workload, attention: str = "engine") -> ActivationPeak:
+def check_fused(fused: frozenset[str]) -> None:
+    unknown = sorted(set(fused) - set(FUSIONS))
+    if unknown:
+        raise BadInputError(f"unknown fused projection '{unknown[0]}': use "
+                            f"{' or '.join(FUSIONS)}")
+
+
+def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
+                   fused: frozenset[str] = frozenset()) -> ActivationPeak:
     """The peak live activations of one forward pass of `work` under `attention` (engine, eager
-    or sdpa), weights and KV cache excluded."""
+    or sdpa) with transformers' modules fusing the `fused` projections (FUSIONS; the engine
+    has its own layout), weights and KV cache excluded."""
     check_modelled(spec)
+    check_fused(fused)
     if attention not in ATTENTION_KINDS:
         raise BadInputError(f"unknown attention implementation '{attention}': use one of "
                             f"{', '.join(ATTENTION_KINDS)}")
@@ -248,7 +280,7 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine") -> Act
         raise BadInputError(f"{spec.name}: the engine's mixture-of-experts live set is not "
                             "modelled yet: use --attention sdpa or eager (transformers')")
     raw = _engine_phases(spec, work) if attention == "engine" else \
-        _hf_phases(spec, work, attention == "eager")
+        _hf_phases(spec, work, attention == "eager", fused)
     phases = tuple((name, int(round(elements * work.itemsize))) for name, elements in raw)
     name, peak = max(phases, key=lambda p: p[1])
     return ActivationPeak(peak, name, phases)

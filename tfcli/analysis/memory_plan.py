@@ -61,6 +61,9 @@ class MemoryOptions:
     param_tensors: int | None = None  # torch parameter tensors (None: tfcli's arrays)
     dropout: bool = False  # training: the model's dropouts on (p > 0: their noise is saved)
     workers: int = 1  # engine attention: threads running query blocks at once
+    # projections the checkpoint's transformers modules fuse: "qkv", "gate_up" (Phi-3 both,
+    # GPT-NeoX / Falcon qkv: activations.FUSED_MODULES by model_type); the spec does not say
+    fused: tuple[str, ...] = ()
 
     def resolved_seq_len(self, spec: Spec) -> int:
         return self.seq_len if self.seq_len is not None else min(spec.max_seq_len, 1024)
@@ -170,7 +173,8 @@ def _inference_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryP
                 "16-bit") if o.dtype in QUANTISED else o.dtype
         weights = MemoryPart("weights", weight_bytes(spec, o.dtype, o.group_size), note)
     kv = kv_cache_bytes(spec, seq_len, o.batch, kv_dtype) if spec.family != "encoder" else 0
-    peak = inference_peak(spec, Workload(o.batch, seq_len, itemsize, o.workers), o.attention)
+    peak = inference_peak(spec, Workload(o.batch, seq_len, itemsize, o.workers), o.attention,
+                          frozenset(o.fused))
     return [weights, MemoryPart("KV cache", kv, f"{kv_dtype}, {seq_len} tokens"),
             MemoryPart("activations", peak.bytes,
                        f"largest live set of one forward ({o.attention}): {peak.phase}")]
@@ -219,7 +223,8 @@ def _saved(spec: Spec, o: MemoryOptions, work: Workload) -> SavedActivations:
     need (tfcli.analysis.saved_lora), else as full fine-tuning saves it."""
     if o.lora_rank and o.recompute != "full":
         return lora_saved_activations(spec, work, o.attention, o.lora_targets, o.lora_rank)
-    return saved_activations(spec, work, o.attention, o.recompute, o.tp, o.dropout)
+    return saved_activations(spec, work, o.attention, o.recompute, o.tp, o.dropout,
+                             frozenset(o.fused))
 
 
 def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPart]:

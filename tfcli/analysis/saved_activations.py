@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfcli.analysis.activations import GATE_OF, Workload, check_modelled
+from tfcli.analysis.activations import (GATE_OF, Workload, check_fused, check_modelled,
+                                       fused_qkv_extra)
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec
 
@@ -119,8 +120,30 @@ def _dropout_saved(spec: Spec, work: Workload, attention: str, selective: bool) 
     return hidden + 2 * work.itemsize * work.batch * spec.n_heads * work.seq_len ** 2
 
 
+def _fused_sdpa_copy(spec: Spec, tokens: int, fused: frozenset[str]) -> float:
+    """sdpa on q/k/v sliced from a fused projection returns its output laid out (B, H, T, dh),
+    so the output projection's (B, T, H x dh) input is a copy, saved beside sdpa's own output
+    (an unfused Llama's is laid out (B, T, H, dh) already: a view of the same storage)."""
+    return tokens * spec.n_heads * spec.head_dim if "qkv" in fused else 0
+
+
+def _fused_saved(spec: Spec, work: Workload, attention: str, fused: frozenset[str]) -> float:
+    """A fused Q/K/V projection under sdpa: the v sdpa saves is a view, so the whole fused
+    output is kept (its q and k parts beside RoPE's new q and k), and the output projection
+    saves its own copy of sdpa's output. Eager saves q, k, v as it copies
+    them for the batched matmuls, but at batch 1 without GQA the matmul's (H, T, dh) v is a
+    view of the fused output, which is kept whole (measured on GPTNeoXForCausalLM); a fused
+    gate|up saves the same 2F as two projections."""
+    n = work.tokens
+    if attention == "eager":
+        one_view = work.batch == 1 and spec.kv_heads == spec.n_heads
+        return work.itemsize * fused_qkv_extra(spec, n, fused) if one_view else 0
+    return work.itemsize * (fused_qkv_extra(spec, n, fused) + _fused_sdpa_copy(spec, n, fused))
+
+
 def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
-                 moe: bool = False, tp: int = 1, dropout: bool = False) -> float:
+                 moe: bool = False, tp: int = 1, dropout: bool = False,
+                 fused: frozenset[str] = frozenset()) -> float:
     """One block: its norms (input included), the linear inputs (normed inputs), attention,
     the output projection's input and the MLP. Under tensor parallelism (Megatron, no sequence
     parallelism) each GPU holds the norms and the linears' full inputs, and its 1/tp of the
@@ -129,13 +152,17 @@ def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
     norms = 1 if spec.parallel_residual == "one_norm" else 2
     norms += 2 if spec.norm_placement == "sandwich" else 0
     heads, probs = _attention_core(spec, work, attention)
+    # GPT-NeoX's two LayerNorms read the same block input: saved once
+    shared_input = spec.parallel_residual == "two_norms" and spec.norm != "rmsnorm"
     linear_inputs = (1 if spec.parallel_residual == "one_norm" else 2) * it * n * d
     o_proj = it * n * spec.n_heads * spec.head_dim
     mlp = _moe_saved(spec, work) if moe else _mlp_saved(spec, work)
     sharded = heads + (0 if selective else probs) + o_proj + mlp + _qk_norm_saved(spec, work)
+    sharded += _fused_saved(spec, work, attention, fused)
     if dropout:
         sharded += _dropout_saved(spec, work, attention, selective)
-    return norms * _norm_saved(spec, work) + linear_inputs + sharded / tp
+    return (norms * _norm_saved(spec, work) - (it * n * d if shared_input else 0)
+            + linear_inputs + sharded / tp)
 
 
 def _gpt2_style(spec: Spec) -> bool:
@@ -165,11 +192,13 @@ def _outside_blocks(spec: Spec, work: Workload, recompute: str,
 
 
 def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
-                      recompute: str = "none", tp: int = 1,
-                      dropout: bool = False) -> SavedActivations:
+                      recompute: str = "none", tp: int = 1, dropout: bool = False,
+                      fused: frozenset[str] = frozenset()) -> SavedActivations:
     """Bytes autograd saves in one forward pass of `work` with `attention` (eager | sdpa), on
-    each of `tp` tensor-parallel GPUs, with the model's dropouts on or off."""
+    each of `tp` tensor-parallel GPUs, with the model's dropouts on or off and transformers'
+    modules fusing the `fused` projections (activations.FUSIONS)."""
     check_modelled(spec)
+    check_fused(fused)
     if attention not in ("eager", "sdpa"):
         raise BadInputError(not_one_of("--attention", attention, ("eager", "sdpa")) +
                             " (training follows transformers' implementations)")
@@ -179,7 +208,8 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
     kinds = [(spec.n_layers - n_moe, False), (n_moe, True)]  # (blocks, experts) per kind
     kept = 0.0
     for count, moe in kinds:
-        block = _block_saved(spec, work, attention, recompute == "selective", moe, tp, dropout)
+        block = _block_saved(spec, work, attention, recompute == "selective", moe, tp, dropout,
+                             fused)
         kept += count * (work.itemsize * work.tokens * spec.d_model if recompute == "full"
                          else block)
     parts = [(f"blocks (× {spec.n_layers})", kept)]
@@ -190,7 +220,7 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
     parts += _outside_blocks(spec, work, recompute, tp)
     if dropout:  # the embeddings' dropout noise
         parts.append(("embedding dropout", work.itemsize * work.tokens * spec.d_model))
-    full_block = max(_block_saved(spec, work, attention, False, moe, tp, dropout)
+    full_block = max(_block_saved(spec, work, attention, False, moe, tp, dropout, fused)
                      for count, moe in kinds if count)
     return SavedActivations(tuple((name, int(round(b))) for name, b in parts),
                             int(round(full_block)))
