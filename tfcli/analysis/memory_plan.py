@@ -62,7 +62,7 @@ class MemoryOptions:
     dropout: bool = False  # training: the model's dropouts on (p > 0: their noise is saved)
     workers: int = 1  # engine attention: threads running query blocks at once
     # projections the checkpoint's transformers modules fuse: "qkv", "gate_up" (Phi-3 both,
-    # GPT-NeoX / Falcon qkv: activations.FUSED_MODULES by model_type); the spec does not say
+    # GPT-NeoX qkv: activations.FUSED_MODULES by model_type); the spec does not say
     fused: tuple[str, ...] = ()
 
     def resolved_seq_len(self, spec: Spec) -> int:
