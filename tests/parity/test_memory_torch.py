@@ -1,6 +1,7 @@
 """tfcli memory against what torch really holds, on small random transformers models of the
 GPT-2, Llama (GQA), Gemma (MQA, gated tanh GELU), Qwen2, Mixtral (MoE), Qwen2-MoE (shared
-expert), Qwen3-MoE (q/k norms), Phi-3 and GPT-NeoX (fused projections) and BERT families: the inference peak (live tensor storages, tracked op by op:
+expert), Qwen3-MoE (q/k norms), Phi-3 and GPT-NeoX (fused projections), BERT and BART
+(encoder-decoder) families: the inference peak (live tensor storages, tracked op by op:
 torch CPU has no allocator statistics) within 15%, the bytes autograd saves for backward
 (saved_tensors_hooks, each storage once) within 10% for eager and sdpa attention and with
 gradient checkpointing, and the optimizer / gradient figures to the byte."""
@@ -62,6 +63,12 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
         hidden_size=64, num_attention_heads=4, num_hidden_layers=2, intermediate_size=128,
         vocab_size=VOCAB, max_position_embeddings=512, hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0)),
+    "bart": lambda: tf.BartForConditionalGeneration(tf.BartConfig(  # encoder-decoder
+        d_model=64, encoder_attention_heads=4, decoder_attention_heads=4, encoder_layers=2,
+        decoder_layers=2, encoder_ffn_dim=128, decoder_ffn_dim=128, vocab_size=VOCAB,
+        max_position_embeddings=512, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0,
+        pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
+        forced_eos_token_id=None)),
 }
 SIZES = [(2, 64), (1, 256)]
 
@@ -82,6 +89,12 @@ def _fused(model: tf.PreTrainedModel) -> frozenset[str]:
     return FUSED_MODULES.get(model.config.model_type, frozenset())
 
 
+def _forward_args(name: str, ids: torch.Tensor) -> dict[str, object]:
+    """Inference without a KV cache: BERT has none; BART decodes targets as long as `ids`."""
+    return {"bert": {}, "bart": {"decoder_input_ids": ids, "use_cache": False}}.get(
+        name, {"use_cache": False})
+
+
 def _ids(batch: int, seq_len: int) -> torch.Tensor:
     return torch.randint(0, VOCAB, (batch, seq_len), generator=torch.Generator().manual_seed(1))
 
@@ -93,7 +106,7 @@ def test_inference_peak(family: tuple[str, tf.PreTrainedModel, Spec], attention:
     model.eval()
     for batch, seq_len in SIZES:
         ids = _ids(batch, seq_len)
-        want = forward_peak(model, ids, **({} if name == "bert" else {"use_cache": False}))
+        want = forward_peak(model, ids, **_forward_args(name, ids))
         got = inference_peak(spec, Workload(batch, seq_len, 4), attention, _fused(model)).bytes
         assert abs(got - want) <= 0.15 * want, (batch, seq_len, got, want)
 
@@ -107,7 +120,7 @@ def test_inference_peak_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Spec]
     half.set_attn_implementation(attention)
     half.eval()
     ids = _ids(1, 256)
-    want = forward_peak(half, ids, **({} if name == "bert" else {"use_cache": False}))
+    want = forward_peak(half, ids, **_forward_args(name, ids))
     got = inference_peak(spec, Workload(1, 256, 2), attention, _fused(model)).bytes
     assert abs(got - want) <= 0.15 * want, (got, want)
 

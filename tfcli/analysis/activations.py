@@ -81,10 +81,6 @@ class ActivationPeak:
 
 def check_modelled(spec: Spec) -> None:
     """BadInputError for the variants whose live sets are not modelled, named."""
-    if spec.family == "encoder-decoder":
-        raise BadInputError(f"{spec.name}: activation memory of encoder-decoder models is not "
-                            "modelled yet (weights, KV cache and optimizer state are: use --layers "
-                            "with a decoder or encoder spec for activations)")
     if spec.n_experts and (not spec.gated or (spec.n_shared_experts
                                               and not spec.shared_expert_gate)):
         raise BadInputError(f"{spec.name}: activation memory of mixture-of-experts FFNs with "
@@ -98,7 +94,19 @@ def check_modelled(spec: Spec) -> None:
                             "(DeBERTa) is not modelled yet")
     if spec.positions == "relative":
         raise BadInputError(f"{spec.name}: activation memory with a relative position bias "
-                            "(T5) is not modelled yet")
+                            "(T5's encoder-decoders) is not modelled yet (BART-style "
+                            "encoder-decoders with learned positions are)")
+
+
+def stacks(spec: Spec) -> tuple[Spec, Spec]:
+    """An encoder-decoder (BART) as its two stacks: an encoder without a head (its output is
+    what the decoder's cross-attention reads) and a decoder with the head, each its own
+    layer count; cross-attention is added by the callers."""
+    base = {"n_encoder_layers": None, "n_decoder_layers": None}
+    encoder = spec.model_copy(update=base | {"family": "encoder", "n_layers": spec.encoder_layers,
+                                             "lm_head": False, "pooler": False})
+    decoder = spec.model_copy(update=base | {"family": "decoder", "n_layers": spec.decoder_layers})
+    return encoder, decoder
 
 
 def _activation(spec: Spec) -> str:
@@ -249,6 +257,25 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool,
     return phases + _head_phases(s, work, held + n * d)
 
 
+def _seq2seq_phases(spec: Spec, work: Workload, eager: bool,
+                    fused: frozenset[str]) -> list[tuple[str, float]]:
+    """An encoder-decoder (BART): the encoder's phases, then the decoder's with the encoder's
+    output (N, d) held beside them, and each decoder block's cross-attention: q over the
+    targets, k and v over the sources (S = T: one --seq-len), the scores and softmax (eager)
+    or sdpa's output, beside the self-attention's returned probabilities (eager)."""
+    encoder, decoder = stacks(spec)
+    n, d, t = work.tokens, spec.d_model, work.seq_len
+    phases = [(f"encoder {name}", e) for name, e in _hf_phases(encoder, work, eager, fused)]
+    phases += [(f"decoder {name}", e + n * d) for name, e in _hf_phases(decoder, work, eager,
+                                                                       fused)]
+    held = n * d + t * d + (work.batch * t * t if eager else 0)  # embeds, positions, mask
+    x_in = n * d if decoder.n_layers > 1 else 0
+    probs = work.batch * spec.n_heads * t * t if eager else 0
+    core = 2 * probs if eager else n * spec.n_heads * spec.head_dim
+    phases.append(("decoder cross-attention", held + n * d + x_in + probs + _qkv(spec, n) + core))
+    return phases
+
+
 def moe_live(spec: Spec, work: Workload) -> float:
     """transformers' experts (grouped_mm over every routed slot at once: N x k slots): each
     slot's gathered input, gate/up product, activation and gated product, plus the router's
@@ -280,8 +307,15 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
     if attention == "engine" and spec.n_experts:
         raise BadInputError(f"{spec.name}: the engine's mixture-of-experts live set is not "
                             "modelled yet: use --attention sdpa or eager (transformers')")
-    raw = _engine_phases(spec, work) if attention == "engine" else \
-        _hf_phases(spec, work, attention == "eager", fused)
+    if attention == "engine" and spec.family == "encoder-decoder":
+        raise BadInputError(f"{spec.name}: the engine's encoder-decoder live set is not "
+                            "modelled yet: use --attention sdpa or eager (transformers')")
+    if attention == "engine":
+        raw = _engine_phases(spec, work)
+    elif spec.family == "encoder-decoder":
+        raw = _seq2seq_phases(spec, work, attention == "eager", fused)
+    else:
+        raw = _hf_phases(spec, work, attention == "eager", fused)
     phases = tuple((name, int(round(elements * work.itemsize))) for name, elements in raw)
     name, peak = max(phases, key=lambda p: p[1])
     return ActivationPeak(peak, name, phases)

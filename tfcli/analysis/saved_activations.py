@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tfcli.analysis.activations import (GATE_OF, Workload, check_fused, check_modelled,
-                                       fused_qkv_extra)
+                                       fused_qkv_extra, stacks)
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec
 
@@ -191,6 +191,31 @@ def _outside_blocks(spec: Spec, work: Workload, recompute: str,
     return parts
 
 
+def _cross_saved(spec: Spec, work: Workload, attention: str, selective: bool) -> float:
+    """One decoder block's cross-attention (BART, post-norm): its norm, the query projection's
+    input, q over the T targets and k, v over the S sources (S = T here: one --seq-len), the
+    probabilities (eager) and the output projection's input. The k/v projections' input, the
+    encoder output, is saved once for every block: the encoder stack's head input."""
+    heads, probs = _attention_core(spec, work, attention)
+    n, d, it = work.tokens, spec.d_model, work.itemsize
+    return (_norm_saved(spec, work) + it * n * d + heads + (0 if selective else probs)
+            + it * n * spec.n_heads * spec.head_dim)
+
+
+def _seq2seq_saved(spec: Spec, work: Workload, attention: str, recompute: str, tp: int,
+                   dropout: bool, fused: frozenset[str]) -> SavedActivations:
+    """Both stacks as their own models, plus every decoder block's cross-attention."""
+    encoder, decoder = stacks(spec)
+    enc = saved_activations(encoder, work, attention, recompute, tp, dropout, fused)
+    dec = saved_activations(decoder, work, attention, recompute, tp, dropout, fused)
+    cross = _cross_saved(spec, work, attention, recompute == "selective")
+    kept = 0 if recompute == "full" else spec.decoder_layers * cross
+    parts = (tuple((f"encoder {name}", b) for name, b in enc.parts)
+             + tuple((f"decoder {name}", b) for name, b in dec.parts)
+             + ((f"cross-attention (× {spec.decoder_layers})", int(round(kept))),))
+    return SavedActivations(parts, max(enc.per_block, dec.per_block + int(round(cross))))
+
+
 def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
                       recompute: str = "none", tp: int = 1, dropout: bool = False,
                       fused: frozenset[str] = frozenset()) -> SavedActivations:
@@ -204,6 +229,8 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
                             " (training follows transformers' implementations)")
     if recompute not in RECOMPUTE:
         raise BadInputError(not_one_of("--recompute", recompute, RECOMPUTE))
+    if spec.family == "encoder-decoder":
+        return _seq2seq_saved(spec, work, attention, recompute, tp, dropout, fused)
     n_moe = spec.moe_layer_count(spec.n_layers)
     kinds = [(spec.n_layers - n_moe, False), (n_moe, True)]  # (blocks, experts) per kind
     kept = 0.0
