@@ -23,6 +23,7 @@ from tfcli.analysis.memory_plan import (MemoryOptions, build_memory_plan, optimi
 from tfcli.analysis.saved_activations import saved_activations
 from tfcli.analysis.saved_lora import lora_saved_activations
 from tfcli.checkpoints import spec_from_config_dir
+from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
 VOCAB = 200
@@ -187,6 +188,29 @@ def test_saved_activations_with_dropout(name: str, make: Callable[[], tf.PreTrai
     want = saved_bytes(model, _training_run(name, model, ids), ids)
     got = saved_activations(spec, Workload(2, 64, 4), "eager", dropout=True).total
     assert abs(got - want) <= 0.10 * want, (got, want)
+
+
+@pytest.mark.parametrize("ffn", ["relu", "gated-gelu"])  # T5 v1.0; v1.1 / mT5
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+def test_t5_inference_peak(ffn: str, attention: str, tmp_path: Path) -> None:
+    """T5's relative position bias held by each stack (and sdpa's masked copies of it); its
+    training activations are refused by name."""
+    torch.manual_seed(0)
+    model = tf.T5ForConditionalGeneration(tf.T5Config(
+        d_model=64, d_kv=16, num_heads=4, num_layers=2, num_decoder_layers=2, d_ff=128,
+        vocab_size=VOCAB, dropout_rate=0.0, decoder_start_token_id=0, pad_token_id=0,
+        eos_token_id=1, feed_forward_proj=ffn))
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config_dir(tmp_path)
+    model.set_attn_implementation(attention)
+    model.eval()
+    for batch, seq_len in SIZES:
+        ids = _ids(batch, seq_len)
+        want = forward_peak(model, ids, decoder_input_ids=ids, use_cache=False)
+        got = inference_peak(spec, Workload(batch, seq_len, 4), attention).bytes
+        assert abs(got - want) <= 0.15 * want, (batch, seq_len, got, want)
+    with pytest.raises(BadInputError, match="relative position bias"):
+        saved_activations(spec, Workload(2, 64, 4), attention)
 
 
 @pytest.mark.parametrize("train", [False, True])

@@ -92,10 +92,9 @@ def check_modelled(spec: Spec) -> None:
     if getattr(spec, "disentangled_attention", False):  # the DeBERTa field, where it exists
         raise BadInputError(f"{spec.name}: activation memory of disentangled attention "
                             "(DeBERTa) is not modelled yet")
-    if spec.positions == "relative":
+    if spec.positions == "relative" and spec.family != "encoder-decoder":
         raise BadInputError(f"{spec.name}: activation memory with a relative position bias "
-                            "(T5's encoder-decoders) is not modelled yet (BART-style "
-                            "encoder-decoders with learned positions are)")
+                            "outside an encoder-decoder (T5) is not modelled yet")
 
 
 def stacks(spec: Spec) -> tuple[Spec, Spec]:
@@ -257,19 +256,41 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool,
     return phases + _head_phases(s, work, held + n * d)
 
 
+def _relative_bias(spec: Spec, work: Workload, eager: bool, decoder: bool) -> tuple[float, float]:
+    """T5's relative position bias as a stack holds it: (held through every phase, more in the
+    attention phase). Each stack computes a (1, H, T, S) bias in its first block and passes it
+    on (a decoder also the cross-attention's zero bias); sdpa gets it as a float mask, so its
+    attention makes the masked copy (decoder: where(causal) and its contiguous copy beside the
+    (T, S) boolean causal mask; encoder: a contiguous copy). Measured on
+    T5ForConditionalGeneration."""
+    if spec.positions != "relative":
+        return 0, 0
+    bias = spec.n_heads * work.seq_len * work.seq_len
+    if not decoder:
+        return bias, 0 if eager else bias
+    return 2 * bias, 0 if eager else 2 * bias + work.seq_len ** 2 / work.itemsize
+
+
 def _seq2seq_phases(spec: Spec, work: Workload, eager: bool,
                     fused: frozenset[str]) -> list[tuple[str, float]]:
-    """An encoder-decoder (BART): the encoder's phases, then the decoder's with the encoder's
-    output (N, d) held beside them, and each decoder block's cross-attention: q over the
-    targets, k and v over the sources (S = T: one --seq-len), the scores and softmax (eager)
-    or sdpa's output, beside the self-attention's returned probabilities (eager)."""
+    """An encoder-decoder (BART, T5): the encoder's phases, then the decoder's with the
+    encoder's output (N, d) held beside them, and each decoder block's cross-attention: q over
+    the targets, k and v over the sources (S = T: one --seq-len), the scores and softmax
+    (eager) or sdpa's output, beside the self-attention's returned probabilities (eager)."""
     encoder, decoder = stacks(spec)
     n, d, t = work.tokens, spec.d_model, work.seq_len
-    phases = [(f"encoder {name}", e) for name, e in _hf_phases(encoder, work, eager, fused)]
-    phases += [(f"decoder {name}", e + n * d) for name, e in _hf_phases(decoder, work, eager,
-                                                                       fused)]
-    held = n * d + t * d + (work.batch * t * t if eager else 0)  # embeds, positions, mask
+    phases: list[tuple[str, float]] = []
+    for stack, name, beside in ((encoder, "encoder", 0), (decoder, "decoder", n * d)):
+        held, attention = _relative_bias(spec, work, eager, stack is decoder)
+        phases += [(f"{name} {phase}",
+                    e + beside + held + (attention if phase == "attention scores" else 0))
+                   for phase, e in _hf_phases(stack, work, eager, fused)]
+    held = n * d + (work.batch * t * t if eager else 0)  # embeds, mask
+    held += t * d if spec.positions == "learned" else 0
+    held += _relative_bias(spec, work, eager, True)[0]
+    # pre-norm (T5): the normed input and one more (N, d) the block holds (measured)
     x_in = n * d if decoder.n_layers > 1 else 0
+    x_in += 2 * n * d if spec.norm_placement != "post" else 0
     probs = work.batch * spec.n_heads * t * t if eager else 0
     core = 2 * probs if eager else n * spec.n_heads * spec.head_dim
     phases.append(("decoder cross-attention", held + n * d + x_in + probs + _qkv(spec, n) + core))

@@ -229,6 +229,9 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
                             " (training follows transformers' implementations)")
     if recompute not in RECOMPUTE:
         raise BadInputError(not_one_of("--recompute", recompute, RECOMPUTE))
+    if spec.positions == "relative":
+        raise BadInputError(f"{spec.name}: training activations with a relative position bias "
+                            "(T5) are not modelled yet (its inference peak is)")
     if spec.family == "encoder-decoder":
         return _seq2seq_saved(spec, work, attention, recompute, tp, dropout, fused)
     n_moe = spec.moe_layer_count(spec.n_layers)
