@@ -47,6 +47,7 @@ def memory_cmd(
     lora_targets: Annotated[str, typer.Option("--lora-targets", help="LoRA: the block linears adapted, of q,k,v,o,gate,up,down.")] = "q,v",
     gpu: Annotated[str | None, typer.Option("--gpu", help="Accelerator (`tfcli gpus`): does it fit, with a reserve for the CUDA context and fragmentation.")] = None,
     fit: Annotated[bool, typer.Option("--fit", help="With --gpu: the largest batch and the longest seq_len that fit.")] = False,
+    fused: Annotated[str | None, typer.Option("--fused", metavar="LIST", help="Projections the checkpoint's transformers modules fuse into one linear, whose output stays alive through q/k/v views: qkv, gate_up, both (qkv,gate_up) or none; Phi-3 fuses both, GPT-NeoX qkv (bundled phi-3-mini, pythia-1.4b). Default: from a model directory's config.json, else none.")] = None,
     layers: LayersOpt = None,
     plot: SweepPlotOpt = None,
     fmt: FormatOpt = OutputFormat.table,
@@ -79,6 +80,7 @@ def memory_cmd(
         train=train, optimizer=optimizer.value, recompute=recompute.value, gpus=gpus, zero=zero,
         tp=tp, lora_rank=lora_rank, lora_targets=_targets(lora_targets), dropout=dropout,
         workers=_engine_workers() if attention.value == "engine" else 1,
+        fused=_fused(fused, spec),
         stored_bytes=None if train or layers else _stored_bytes(spec, model_spec))
     accelerator = find_gpu(gpu) if gpu is not None else None
     if points.is_sweep:
@@ -99,6 +101,17 @@ def _stored_bytes(spec_arg: str, model_spec: object) -> int | None:
     if stored is None or not (stored.format == "gguf" or stored.quantized) or not stored.n_bytes:
         return None
     return stored.n_bytes
+
+
+def _fused(text: str | None, spec_arg: str) -> tuple[str, ...]:
+    """--fused as given ('none': nothing fused), else what the model directory's modules fuse."""
+    from tfcli.analysis.activations import check_fused, checkpoint_fusions
+
+    if text is None:
+        return tuple(sorted(checkpoint_fusions(spec_arg)))
+    fused = () if text.strip() == "none" else _targets(text)
+    check_fused(frozenset(fused))
+    return fused
 
 
 def _engine_workers() -> int:

@@ -36,6 +36,7 @@ def test_training_table() -> None:
     (("--fit",), "--fit needs --gpu"),
     (("--gpus", "3", "--tp", "2", "--train"), "--tp"),
     (("--attention", "engine"), "add --dtype float32"),
+    (("--fused", "qkvv"), "--fused must be one of qkv, gate_up (got 'qkvv')"),
 ])
 def test_bad_input_is_one_line_exit_2(args: tuple[str, ...], words: str) -> None:
     code, out, err = run_in_memory("memory", "gpt2", *args)
@@ -62,3 +63,27 @@ def test_a_gguf_file_is_planned_with_its_weights_as_stored(tmp_path: Path) -> No
     weights = json.loads(out)["parts"][0]
     assert weights["note"] == "as stored in the checkpoint"
     assert weights["bytes"] == sum(a.nbytes for a in tensors.values())  # float32 as written
+
+
+def _fused_and_activations(*args: str) -> tuple[list[str], int]:
+    code, out, err = run_in_memory("memory", *args, "--seq-len", "64", "-f", "json")
+    assert code == 0, err
+    plan = json.loads(out)
+    parts = {p["name"]: p["bytes"] for p in plan["parts"]}
+    return plan["options"]["fused"], parts["activations"]
+
+
+def test_a_model_directory_says_what_its_modules_fuse(tmp_path: Path) -> None:
+    """A Phi-3 directory plans its fused qkv_proj / gate_up_proj (config.json model_type) unless
+    --fused says otherwise; a spec file or bundled name fuses nothing unless told."""
+    from transformers import Phi3Config, Phi3ForCausalLM
+
+    Phi3ForCausalLM(Phi3Config(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                               num_attention_heads=4, num_key_value_heads=2, vocab_size=64,
+                               max_position_embeddings=128, pad_token_id=0)).save_pretrained(tmp_path)
+    auto, fused_bytes = _fused_and_activations(str(tmp_path))
+    assert auto == ["gate_up", "qkv"]
+    off, plain_bytes = _fused_and_activations(str(tmp_path), "--fused", "none")
+    assert off == [] and plain_bytes < fused_bytes
+    assert _fused_and_activations("phi-3-mini")[0] == []
+    assert _fused_and_activations("phi-3-mini", "--fused", "qkv,gate_up")[0] == ["qkv", "gate_up"]

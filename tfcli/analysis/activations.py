@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfcli.errors import BadInputError
+from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec
 
 ATTENTION_KINDS = ("engine", "eager", "sdpa")
@@ -311,8 +311,18 @@ def moe_live(spec: Spec, work: Workload) -> float:
 def check_fused(fused: frozenset[str]) -> None:
     unknown = sorted(set(fused) - set(FUSIONS))
     if unknown:
-        raise BadInputError(f"unknown fused projection '{unknown[0]}': use "
-                            f"{' or '.join(FUSIONS)}")
+        raise BadInputError(not_one_of("--fused", unknown[0], FUSIONS))
+
+
+def checkpoint_fusions(spec_arg: str) -> frozenset[str]:
+    """The projections a model directory's transformers modules fuse (FUSED_MODULES by its
+    config.json model_type); none for a spec file, a bundled name or a GGUF file."""
+    from tfcli.checkpoints.configs import model_type, read_config
+    from tfcli.spec_io import is_model_dir
+
+    if not is_model_dir(spec_arg):
+        return frozenset()
+    return FUSED_MODULES.get(model_type(read_config(spec_arg)), frozenset())
 
 
 def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
