@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from transformers import (
     Gemma2Config,
     Gemma2ForCausalLM,
@@ -29,10 +28,9 @@ from transformers import (
 )
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
-from tests.parity.saved_models import assert_counts_match, save_random
+from tests.parity.saved_models import assert_counts_match, real_logits, save_random
 from tests.parity.test_hf_parity import F32
-from tfcli.checkpoints import load_weights, spec_from_config_dir
-from tfcli.engine.model import ModelInput, forward
+from tfcli.checkpoints import spec_from_config_dir
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 WINDOW = 4  # shorter than the 12-token inputs and the prompts plus their new tokens
@@ -100,15 +98,8 @@ def _tokens() -> np.ndarray:
 def _compare(model: PreTrainedModel, path: Path, mask: np.ndarray, positions: bool) -> None:
     tokens = _tokens()
     position_ids = np.maximum(np.cumsum(mask, axis=1) - 1, 0) if positions else None
-    with torch.no_grad():
-        want = model(input_ids=torch.from_numpy(tokens), attention_mask=torch.from_numpy(mask),
-                     position_ids=None if position_ids is None else torch.from_numpy(position_ids)
-                     ).logits.numpy()
-    spec = spec_from_config_dir(path)
-    got = forward(spec, load_weights(path, spec),
-                  ModelInput(tokens, attention_mask=mask, positions=position_ids)).logits
-    real = mask.astype(bool)
-    np.testing.assert_allclose(got[real], want[real], **F32)
+    got, want = real_logits(model, path, tokens, mask, position_ids)
+    np.testing.assert_allclose(got, want, **F32)
 
 
 def test_right_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
