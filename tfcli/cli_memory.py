@@ -47,7 +47,7 @@ def memory_cmd(
     lora_targets: Annotated[str, typer.Option("--lora-targets", help="LoRA: the block linears adapted, of q,k,v,o,gate,up,down.")] = "q,v",
     gpu: Annotated[str | None, typer.Option("--gpu", help="Accelerator (`tfcli gpus`): does it fit, with a reserve for the CUDA context and fragmentation.")] = None,
     fit: Annotated[bool, typer.Option("--fit", help="With --gpu: the largest batch and the longest seq_len that fit.")] = False,
-    fused: Annotated[str | None, typer.Option("--fused", metavar="LIST", help="Projections the checkpoint's transformers modules fuse into one linear, whose output stays alive through q/k/v views: qkv, gate_up, both (qkv,gate_up) or none; Phi-3 fuses both, GPT-NeoX qkv (bundled phi-3-mini, pythia-1.4b). Default: from a model directory's config.json, else none.")] = None,
+    fused: Annotated[str | None, typer.Option("--fused", metavar="LIST", help="Projections the checkpoint's transformers modules fuse into one linear, whose output stays alive through q/k/v views: qkv, gate_up, both (qkv,gate_up), falcon_qkv (Falcon's query_key_value and its own attention module) or none; Phi-3 fuses both, GPT-NeoX qkv, Falcon falcon_qkv (bundled phi-3-mini, pythia-1.4b, falcon-7b). Default: from a model directory's config.json, else none.")] = None,
     layers: LayersOpt = None,
     plot: SweepPlotOpt = None,
     fmt: FormatOpt = OutputFormat.table,
