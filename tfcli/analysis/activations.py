@@ -46,14 +46,13 @@ HF_GATE_TENSORS = {"relu": 2.0, "gelu": 2.0, "gelu_tanh": 2.0, "silu": 2.0}  # G
 GATE_OF = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}
 # Projections a checkpoint's transformers modules fuse into one linear: "qkv" (Phi-3 qkv_proj,
 # GPT-NeoX query_key_value), "gate_up" (Phi-3 gate_up_proj). The spec describes the maths, not
-# the module layout, so the caller says (transformers' model_type: FUSED_MODULES).
-# "falcon_qkv": Falcon's query_key_value with the attention module that splits it (its own
-# copies, an always materialised causal mask): tfcli/analysis/falcon_memory.py.
-FUSIONS = ("qkv", "gate_up", "falcon_qkv")
+# the module layout, so the caller says (transformers' model_type: FUSED_MODULES). Falcon also
+# fuses query_key_value, but its attention module is its own (an always materialised causal
+# mask): not modelled, measured 0.28-0.92 of its live set, so not listed.
+FUSIONS = ("qkv", "gate_up")
 FUSED_MODULES: dict[str, frozenset[str]] = {
     "phi3": frozenset({"qkv", "gate_up"}),
     "gpt_neox": frozenset({"qkv"}),
-    "falcon": frozenset({"falcon_qkv"}),
 }
 
 
@@ -93,9 +92,10 @@ def check_modelled(spec: Spec) -> None:
     if getattr(spec, "disentangled_attention", False):  # the DeBERTa field, where it exists
         raise BadInputError(f"{spec.name}: activation memory of disentangled attention "
                             "(DeBERTa) is not modelled yet")
-    if spec.positions == "relative" and spec.family != "encoder-decoder":
-        raise BadInputError(f"{spec.name}: activation memory with a relative position bias "
-                            "outside an encoder-decoder (T5) is not modelled yet")
+    if spec.positions == "relative" and spec.family == "decoder":
+        raise BadInputError(f"{spec.name}: activation memory of a decoder-only model with a "
+                            "relative position bias is not modelled yet (T5's encoder-decoder "
+                            "and encoder stacks are)")
 
 
 def stacks(spec: Spec) -> tuple[Spec, Spec]:
@@ -236,6 +236,10 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool,
     # whole (N, 2F) projection, gate and up its views
     mlp = n * s.d_ff * (table[_activation(s)] + (0 if not s.gated else 2 if "gate_up" in fused
                                                   else 1))
+    if s.positions == "relative" and s.gated and _activation(s) == "gelu_tanh":
+        # T5 v1.1 / mT5's gated-gelu: gelu_new's formula (4 at once) on the gate, the up
+        # projection not made yet (measured on T5EncoderModel)
+        mlp = n * s.d_ff * HF_ACTIVATION_TENSORS["gelu_tanh"]
     qkv = _qkv(s, n) + fused_qkv_extra(s, n, fused)
     phases = [
         ("attention scores", held + x_in + h + qkv + repeat + core),
@@ -262,14 +266,32 @@ def _relative_bias(spec: Spec, work: Workload, eager: bool, decoder: bool) -> tu
     attention phase). Each stack computes a (1, H, T, S) bias in its first block and passes it
     on (a decoder also the cross-attention's zero bias); sdpa gets it as a float mask, so its
     attention makes the masked copy (decoder: where(causal) and its contiguous copy beside the
-    (T, S) boolean causal mask; encoder: a contiguous copy). Measured on
-    T5ForConditionalGeneration."""
+    (T, S) boolean causal mask; encoder: a contiguous copy). The decoder's where() and
+    boolean mask are freed before sdpa's (N, H x dh) output, which the phase already counts,
+    exists: the larger of the two moments. Measured on T5ForConditionalGeneration."""
     if spec.positions != "relative":
         return 0, 0
     bias = spec.n_heads * work.seq_len * work.seq_len
     if not decoder:
         return bias, 0 if eager else bias
-    return 2 * bias, 0 if eager else 2 * bias + work.seq_len ** 2 / work.itemsize
+    out = work.tokens * spec.n_heads * spec.head_dim
+    masking = 2 * bias + work.seq_len ** 2 / work.itemsize  # where, its copy, the causal mask
+    return 2 * bias, 0 if eager else max(masking - out, bias)
+
+
+def _bucket_phase(spec: Spec, work: Workload, eager: bool, decoder: bool,
+                  beside: float) -> list[tuple[str, float]]:
+    """T5's compute_bias in a stack's first block, beside the embedding, the normed input and
+    q, k, v (and `beside`): _relative_position_bucket's int64 (T, S) temporaries, 6 and a
+    boolean one at once bidirectional (encoder), 5 and one causal (decoder), or after it the
+    relative positions and buckets beside the (T, S, H) embedded bias; plus two int64 aranges
+    (measured on T5ForConditionalGeneration and T5EncoderModel: 49 and 41 bytes a score)."""
+    if spec.positions != "relative":
+        return []
+    n, d, t = work.tokens, spec.d_model, work.seq_len
+    per_score = max(5 * 8 + 1 if decoder else 6 * 8 + 1, 16 + spec.n_heads * work.itemsize)
+    held = 2 * n * d + _qkv(spec, n) + beside + (work.batch * t * t if eager and decoder else 0)
+    return [("relative bias buckets", held + (per_score * t * t + 16 * t) / work.itemsize)]
 
 
 def _seq2seq_phases(spec: Spec, work: Workload, eager: bool,
@@ -286,6 +308,8 @@ def _seq2seq_phases(spec: Spec, work: Workload, eager: bool,
         phases += [(f"{name} {phase}",
                     e + beside + held + (attention if phase == "attention scores" else 0))
                    for phase, e in _hf_phases(stack, work, eager, fused)]
+        phases += [(f"{name} {phase}", e)
+                   for phase, e in _bucket_phase(spec, work, eager, stack is decoder, beside)]
     held = n * d + (work.batch * t * t if eager else 0)  # embeds, mask
     held += t * d if spec.positions == "learned" else 0
     held += _relative_bias(spec, work, eager, True)[0]
@@ -313,9 +337,6 @@ def check_fused(fused: frozenset[str]) -> None:
     unknown = sorted(set(fused) - set(FUSIONS))
     if unknown:
         raise BadInputError(not_one_of("--fused", unknown[0], FUSIONS))
-    if {"qkv", "falcon_qkv"} <= fused:
-        raise BadInputError("--fused: qkv and falcon_qkv are two layouts of one fused Q/K/V "
-                            "projection: name one")
 
 
 def checkpoint_fusions(spec_arg: str) -> frozenset[str]:
@@ -345,17 +366,24 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
     if attention == "engine" and spec.family == "encoder-decoder":
         raise BadInputError(f"{spec.name}: the engine's encoder-decoder live set is not "
                             "modelled yet: use --attention sdpa or eager (transformers')")
+    if attention == "engine" and spec.positions == "relative":
+        raise BadInputError(f"{spec.name}: the engine's live set with a relative position bias "
+                            "is not modelled yet: use --attention sdpa or eager (transformers')")
+    if spec.relative_bias_per_layer and spec.positions == "relative":
+        # UMT5: every block makes and frees its own biases (T5's shared ones taken for them
+        # measured 1.09-1.30 of UMT5ForConditionalGeneration's live set)
+        raise BadInputError(f"{spec.name}: the inference live set with a relative bias table "
+                            "per block (UMT5) is not modelled yet (its training activations are)")
     if attention == "engine":
         raw = _engine_phases(spec, work)
     elif spec.family == "encoder-decoder":
         raw = _seq2seq_phases(spec, work, attention == "eager", fused)
-    elif "falcon_qkv" in fused:  # Falcon's own attention module (falcon_memory builds on this one)
-        from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_phases
-
-        check_falcon_shaped(spec)
-        raw = falcon_phases(spec, work, attention == "eager")
     else:
         raw = _hf_phases(spec, work, attention == "eager", fused)
+        if spec.positions == "relative":  # T5EncoderModel: the bias its stack holds
+            held, more = _relative_bias(spec, work, attention == "eager", decoder=False)
+            raw = [(name, e + held + (more if name == "attention scores" else 0))
+                   for name, e in raw] + _bucket_phase(spec, work, attention == "eager", False, 0)
     phases = tuple((name, int(round(elements * work.itemsize))) for name, elements in raw)
     name, peak = max(phases, key=lambda p: p[1])
     return ActivationPeak(peak, name, phases)

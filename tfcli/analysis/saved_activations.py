@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 from tfcli.analysis.activations import (GATE_OF, Workload, check_fused, check_modelled,
                                        fused_qkv_extra, stacks)
-from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_attention_saved
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec
 
@@ -152,8 +151,7 @@ def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
     n, d, it = work.tokens, spec.d_model, work.itemsize
     norms = 1 if spec.parallel_residual == "one_norm" else 2
     norms += 2 if spec.norm_placement == "sandwich" else 0
-    heads, probs = (falcon_attention_saved(spec, work, attention) if "falcon_qkv" in fused
-                    else _attention_core(spec, work, attention))
+    heads, probs = _attention_core(spec, work, attention)
     # GPT-NeoX's two LayerNorms read the same block input: saved once
     shared_input = spec.parallel_residual == "two_norms" and spec.norm != "rmsnorm"
     linear_inputs = (1 if spec.parallel_residual == "one_norm" else 2) * it * n * d
@@ -231,13 +229,12 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
                             " (training follows transformers' implementations)")
     if recompute not in RECOMPUTE:
         raise BadInputError(not_one_of("--recompute", recompute, RECOMPUTE))
-    if spec.positions == "relative":
-        raise BadInputError(f"{spec.name}: training activations with a relative position bias "
-                            "(T5) are not modelled yet (its inference peak is)")
+    if spec.positions == "relative":  # T5's modules: what they add to the composition
+        from tfcli.analysis.saved_t5 import relative_saved  # (it builds on this module)
+
+        return relative_saved(spec, work, attention, recompute, tp, dropout)
     if spec.family == "encoder-decoder":
         return _seq2seq_saved(spec, work, attention, recompute, tp, dropout, fused)
-    if "falcon_qkv" in fused:
-        check_falcon_shaped(spec)
     n_moe = spec.moe_layer_count(spec.n_layers)
     kinds = [(spec.n_layers - n_moe, False), (n_moe, True)]  # (blocks, experts) per kind
     kept = 0.0
