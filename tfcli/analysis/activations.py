@@ -89,9 +89,6 @@ def check_modelled(spec: Spec) -> None:
     if spec.kv_lora_rank is not None or spec.q_lora_rank is not None:
         raise BadInputError(f"{spec.name}: activation memory of latent attention (MLA) is not "
                             "modelled yet")
-    if getattr(spec, "disentangled_attention", False):  # the DeBERTa field, where it exists
-        raise BadInputError(f"{spec.name}: activation memory of disentangled attention "
-                            "(DeBERTa) is not modelled yet")
     if spec.positions == "relative" and spec.family == "decoder":
         raise BadInputError(f"{spec.name}: activation memory of a decoder-only model with a "
                             "relative position bias is not modelled yet (T5's encoder-decoder "
@@ -374,7 +371,12 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
         # measured 1.09-1.30 of UMT5ForConditionalGeneration's live set)
         raise BadInputError(f"{spec.name}: the inference live set with a relative bias table "
                             "per block (UMT5) is not modelled yet (its training activations are)")
-    if attention == "engine":
+    if spec.disentangled_attention:  # DeBERTa (deberta_memory builds on this module)
+        from tfcli.analysis import deberta_memory
+
+        raw = (deberta_memory.engine_phases(spec, work) if attention == "engine"
+               else deberta_memory.hf_phases(spec, work))  # DebertaV2: eager only
+    elif attention == "engine":
         raw = _engine_phases(spec, work)
     elif spec.family == "encoder-decoder":
         raw = _seq2seq_phases(spec, work, attention == "eager", fused)

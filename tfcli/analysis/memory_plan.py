@@ -305,6 +305,9 @@ def _notes(spec: Spec, o: MemoryOptions) -> tuple[str, ...]:
     else:
         notes.append("activations: the largest live set, not a sum of op outputs; buffers "
                      "freed when the code drops its last reference (docs/memory.md)")
+    if spec.disentangled_attention and o.attention == "sdpa":
+        notes.append("DeBERTa: transformers' DebertaV2 has only eager attention (asked for "
+                     "sdpa it keeps eager): planned as eager")
     return tuple(notes)
 
 

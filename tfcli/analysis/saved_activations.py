@@ -233,6 +233,10 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
         from tfcli.analysis.saved_t5 import relative_saved  # (it builds on this module)
 
         return relative_saved(spec, work, attention, recompute, tp, dropout)
+    if spec.disentangled_attention:  # DeBERTa's modules (deberta_memory builds on this one)
+        from tfcli.analysis.deberta_memory import saved
+
+        return saved(spec, work, recompute, tp, dropout)  # DebertaV2: eager only
     if spec.family == "encoder-decoder":
         return _seq2seq_saved(spec, work, attention, recompute, tp, dropout, fused)
     n_moe = spec.moe_layer_count(spec.n_layers)

@@ -96,6 +96,9 @@ def lora_saved_activations(spec: Spec, work: Workload, attention: str,
     if spec.n_experts or spec.parallel_residual != "off" or spec.norm_placement == "sandwich":
         raise BadInputError(f"{spec.name}: LoRA activation memory is modelled for sequential "
                             "dense blocks only (no MoE, parallel residual or sandwich norms)")
+    if spec.disentangled_attention:
+        raise BadInputError(f"{spec.name}: LoRA activation memory of disentangled attention "
+                            "(DeBERTa) is not modelled yet (its full fine-tuning is)")
     chosen = frozenset(t for t in targets if t != "gate" or spec.gated)
     first = _block(spec, work, attention, chosen, rank, True)
     rest = _block(spec, work, attention, chosen, rank, False)
