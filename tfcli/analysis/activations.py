@@ -46,13 +46,14 @@ HF_GATE_TENSORS = {"relu": 2.0, "gelu": 2.0, "gelu_tanh": 2.0, "silu": 2.0}  # G
 GATE_OF = {"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}
 # Projections a checkpoint's transformers modules fuse into one linear: "qkv" (Phi-3 qkv_proj,
 # GPT-NeoX query_key_value), "gate_up" (Phi-3 gate_up_proj). The spec describes the maths, not
-# the module layout, so the caller says (transformers' model_type: FUSED_MODULES). Falcon also
-# fuses query_key_value, but its attention module is its own (an always materialised causal
-# mask): not modelled, measured 0.28-0.92 of its live set, so not listed.
-FUSIONS = ("qkv", "gate_up")
+# the module layout, so the caller says (transformers' model_type: FUSED_MODULES).
+# "falcon_qkv": Falcon's query_key_value with the attention module that splits it (its own
+# copies, an always materialised causal mask): tfcli/analysis/falcon_memory.py.
+FUSIONS = ("qkv", "gate_up", "falcon_qkv")
 FUSED_MODULES: dict[str, frozenset[str]] = {
     "phi3": frozenset({"qkv", "gate_up"}),
     "gpt_neox": frozenset({"qkv"}),
+    "falcon": frozenset({"falcon_qkv"}),
 }
 
 
@@ -334,6 +335,9 @@ def check_fused(fused: frozenset[str]) -> None:
     unknown = sorted(set(fused) - set(FUSIONS))
     if unknown:
         raise BadInputError(not_one_of("--fused", unknown[0], FUSIONS))
+    if {"qkv", "falcon_qkv"} <= fused:
+        raise BadInputError("--fused: qkv and falcon_qkv are two layouts of one fused Q/K/V "
+                            "projection: name one")
 
 
 def checkpoint_fusions(spec_arg: str) -> frozenset[str]:
@@ -380,6 +384,11 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
         raw = _engine_phases(spec, work)
     elif spec.family == "encoder-decoder":
         raw = _seq2seq_phases(spec, work, attention == "eager", fused)
+    elif "falcon_qkv" in fused:  # Falcon's own attention module (falcon_memory builds on this one)
+        from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_phases
+
+        check_falcon_shaped(spec)
+        raw = falcon_phases(spec, work, attention == "eager")
     else:
         raw = _hf_phases(spec, work, attention == "eager", fused)
         if spec.positions == "relative":  # T5EncoderModel: the bias its stack holds

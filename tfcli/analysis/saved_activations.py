@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from tfcli.analysis.activations import (GATE_OF, Workload, check_fused, check_modelled,
                                        fused_qkv_extra, stacks)
+from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_attention_saved
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec
 
@@ -151,7 +152,8 @@ def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
     n, d, it = work.tokens, spec.d_model, work.itemsize
     norms = 1 if spec.parallel_residual == "one_norm" else 2
     norms += 2 if spec.norm_placement == "sandwich" else 0
-    heads, probs = _attention_core(spec, work, attention)
+    heads, probs = (falcon_attention_saved(spec, work, attention) if "falcon_qkv" in fused
+                    else _attention_core(spec, work, attention))
     # GPT-NeoX's two LayerNorms read the same block input: saved once
     shared_input = spec.parallel_residual == "two_norms" and spec.norm != "rmsnorm"
     linear_inputs = (1 if spec.parallel_residual == "one_norm" else 2) * it * n * d
@@ -239,6 +241,8 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
         return saved(spec, work, recompute, tp, dropout)  # DebertaV2: eager only
     if spec.family == "encoder-decoder":
         return _seq2seq_saved(spec, work, attention, recompute, tp, dropout, fused)
+    if "falcon_qkv" in fused:
+        check_falcon_shaped(spec)
     n_moe = spec.moe_layer_count(spec.n_layers)
     kinds = [(spec.n_layers - n_moe, False), (n_moe, True)]  # (blocks, experts) per kind
     kept = 0.0
