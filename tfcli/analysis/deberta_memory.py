@@ -170,6 +170,16 @@ def hf_phases(spec: Spec, work: Workload) -> list[tuple[str, float]]:
 # --- training: what autograd saves ----------------------------------------------------------
 
 
+def _dropout_saved(spec: Spec, work: Workload, selective: bool) -> float:
+    """A layer's live dropouts (p > 0): torch's dropout saves its noise, after the attention's
+    and the FFN's output projections (it·N·d each), on the probabilities (the noise and the
+    dropped copy the bmm saves, 2 it·B·H·T·T) and on the relative table (pos_dropout, per
+    layer: its noise and the dropped copy the projections save, 2 it·R·d)."""
+    it, g = work.itemsize, _score(spec, work)
+    probs = 0 if selective else 2 * g
+    return it * (2 * work.tokens * spec.d_model + probs + 2 * _rows(spec) * spec.d_model)
+
+
 def _block_saved(spec: Spec, work: Workload, selective: bool, tp: int) -> float:
     """One DebertaV2Layer's saved bytes: the layer input (the q/k/v projections' input), k/scale
     and q (the content bmm), v (the probabilities' bmm), k again for p2c's bmm; per term the
@@ -198,16 +208,15 @@ def saved(spec: Spec, work: Workload, recompute: str, tp: int = 1,
     LayerNorm statistics and its normed output (the projections' input, saved once; not under
     gradient checkpointing, which takes the table as a keyword argument). Full recompute keeps
     each layer's positional inputs: its hidden states and the (B, 1, T, T) float32 mask (one
-    storage for all layers)."""
+    storage for all layers). Dropout (p > 0): _dropout_saved per layer and the embeddings'
+    noise."""
     check_transformers_layout(spec)
-    if dropout:
-        raise BadInputError(f"{spec.name}: training activations of disentangled attention with "
-                            "dropout are not modelled yet (measured with dropout off)")
     if spec.lm_head or spec.pooler or spec.head not in (None, "none"):
         raise BadInputError(f"{spec.name}: training activations of DeBERTa's heads are not "
                             "modelled yet (the DebertaV2Model body is)")
     n, d, it = work.tokens, spec.d_model, work.itemsize
     block = _block_saved(spec, work, recompute == "selective", tp)
+    block += _dropout_saved(spec, work, recompute == "selective") if dropout else 0
     full = recompute == "full"
     blocks = spec.n_layers * (it * n * d if full else block)
     parts = [(f"blocks (× {spec.n_layers})", blocks)]
@@ -215,10 +224,13 @@ def saved(spec: Spec, work: Workload, recompute: str, tp: int = 1,
         parts.append(("attention mask", FLOAT32 * work.batch * work.seq_len ** 2))
     if spec.embedding_norm:
         parts.append(("embedding norm", it * n * d + 2 * FLOAT32 * n))
+    if dropout:  # the embeddings' dropout noise
+        parts.append(("embedding dropout", it * n * d))
     parts.append(("embedding mask", it * n))
     if spec.type_vocab_size:  # the token-type embedding's backward keeps its int64 ids
         parts.append(("token type ids", INDEX * n))
     if spec.relative_embedding_norm:
-        table = _rows(spec) * (2 * FLOAT32 + (0 if full else it * d))
+        # the normed table is saved once, unless each layer's pos_dropout copy is saved instead
+        table = _rows(spec) * (2 * FLOAT32 + (0 if full or dropout else it * d))
         parts.append(("relative table", table))
     return SavedActivations(tuple((name, int(round(b))) for name, b in parts), int(round(block)))
