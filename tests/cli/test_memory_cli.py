@@ -50,9 +50,12 @@ def test_moe_is_planned_and_unmodelled_variants_are_named() -> None:
     assert "MoE experts" in json.loads(out)["parts"][2]["note"]
     for args, word in ((("mixtral-8x7b", "--attention", "engine", "--dtype", "float32"),
                         "mixture-of-experts"),
-                       (("deepseek-v2-lite",), "ungated shared experts")):
+                       (("deepseek-v2-lite", "--attention", "engine", "--dtype", "float32"),
+                        "latent-attention")):
         code, _, err = run_in_memory("memory", *args)
         assert code == 2 and word in err, err
+    code, out, err = run_in_memory("memory", "deepseek-v2-lite", "--train", "-f", "json")
+    assert code == 0, err  # MLA and DeepSeek's MoE (tests/parity/test_memory_torch_deepseek.py)
 
 
 def test_a_gguf_file_is_planned_with_its_weights_as_stored(tmp_path: Path) -> None:

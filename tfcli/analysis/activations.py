@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tfcli.analysis import latent_memory
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec
 
@@ -82,14 +83,10 @@ class ActivationPeak:
 
 def check_modelled(spec: Spec) -> None:
     """BadInputError for the variants whose live sets are not modelled, named."""
-    if spec.n_experts and (not spec.gated or (spec.n_shared_experts
-                                              and not spec.shared_expert_gate)):
+    if spec.n_experts and not spec.gated:
         raise BadInputError(f"{spec.name}: activation memory of mixture-of-experts FFNs with "
-                            "ungated experts or ungated shared experts is not modelled yet "
-                            "(Mixtral- and Qwen-MoE-style routing over gated experts is)")
-    if spec.kv_lora_rank is not None or spec.q_lora_rank is not None:
-        raise BadInputError(f"{spec.name}: activation memory of latent attention (MLA) is not "
-                            "modelled yet")
+                            "ungated experts is not modelled yet (Mixtral-, Qwen-MoE- and "
+                            "DeepSeek-style routing over gated experts is)")
     if spec.positions == "relative" and spec.family == "decoder":
         raise BadInputError(f"{spec.name}: activation memory of a decoder-only model with a "
                             "relative position bias is not modelled yet (T5's encoder-decoder "
@@ -244,9 +241,17 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool,
         ("attention output", held + x_in + h + qkv + probs + 2 * n * d),
         ("FFN", held + x_in + n * d + h + probs + mlp),
     ]
+    if s.latent_attention:  # MLA's projections and core (latent_memory.py)
+        scores, output = latent_memory.latent_attention_live(s, work, eager)
+        phases[:2] = [("attention scores", held + x_in + h + scores),
+                      ("attention output", held + x_in + h + output)]
     if s.n_experts:  # Mixtral-style layers: the experts' phase, beside or instead of the FFN
         if s.moe_layer_count(s.n_layers) == s.n_layers:
             phases = phases[:2]
+        if latent_memory.deepseek_moe(s):  # routed experts first, then the shared ones
+            return phases + latent_memory.deepseek_moe_phases(
+                s, work, held + x_in + n * d + h + probs, table[_activation(s)] + 1) \
+                + _head_phases(s, work, held + n * d)
         # Qwen-MoE runs its shared experts first: their output waits beside the routed ones
         shared = n * d if s.n_shared_experts else 0
         phases.append(("MoE experts", held + x_in + n * d + h + probs + shared + moe_live(s, work)))
@@ -328,7 +333,9 @@ def moe_live(spec: Spec, work: Workload) -> float:
     s, n = spec, work.tokens
     slots = n * s.experts_per_token
     routing = n * (4 * s.n_experts + 44 * s.experts_per_token) / work.itemsize
-    return slots * (s.d_model + 4 * s.expert_width) + routing
+    # after the down projection: the gathered input, the output, its weighted and its
+    # unsorted copy (4 d a slot; more than d + 4 F_e when d > 4 F_e / 3, as in DeepSeek-V3)
+    return slots * max(s.d_model + 4 * s.expert_width, 4 * s.d_model) + routing
 
 
 def check_fused(fused: frozenset[str]) -> None:
@@ -361,6 +368,9 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
     if attention not in ATTENTION_KINDS:
         raise BadInputError(f"unknown attention implementation '{attention}': use one of "
                             f"{', '.join(ATTENTION_KINDS)}")
+    if attention == "engine" and spec.latent_attention:
+        raise BadInputError(f"{spec.name}: the engine's latent-attention (MLA) live set is not "
+                            "modelled yet: use --attention sdpa or eager (transformers')")
     if attention == "engine" and spec.n_experts:
         raise BadInputError(f"{spec.name}: the engine's mixture-of-experts live set is not "
                             "modelled yet: use --attention sdpa or eager (transformers')")

@@ -305,6 +305,13 @@ def _notes(spec: Spec, o: MemoryOptions) -> tuple[str, ...]:
     else:
         notes.append("activations: the largest live set, not a sum of op outputs; buffers "
                      "freed when the code drops its last reference (docs/memory.md)")
+    if spec.latent_attention and not o.train:
+        notes.append("KV cache: MLA's latent and shared RoPE key per layer-token, as tfcli's "
+                     "engine and transformers 5 cache them")
+    if spec.latent_attention and o.attention == "sdpa" and spec.head_dim != spec.value_dim:
+        notes.append("MLA sdpa: q/k heads wider than v heads take torch's math path on CPU "
+                     "(scores and probabilities materialised, in float32), as planned; CUDA's "
+                     "memory-efficient kernel does not materialise them (not measured)")
     if spec.disentangled_attention and o.attention == "sdpa":
         notes.append("DeBERTa: transformers' DebertaV2 has only eager attention (asked for "
                      "sdpa it keeps eager): planned as eager")

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from tfcli.analysis.activations import (GATE_OF, Workload, check_fused, check_modelled,
                                        fused_qkv_extra, stacks)
 from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_attention_saved
+from tfcli.analysis.latent_memory import (deepseek_moe, deepseek_moe_saved,
+                                          latent_attention_saved)
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec
 
@@ -100,6 +102,8 @@ def _moe_saved(spec: Spec, work: Workload) -> float:
     router's float32 softmax (4E) and its row sum (measured on MixtralForCausalLM, float32 and
     bfloat16 alike: N x (40k + 4E + 4))."""
     s, n = spec, work.tokens
+    if deepseek_moe(s):  # its own router, ungated shared experts (latent_memory.py)
+        return deepseek_moe_saved(s, work, _mlp_saved(s, work, s.shared_width))
     slots = n * s.experts_per_token
     routed = (work.itemsize * slots * (2 * s.d_model + 4 * s.expert_width)
               + n * (40 * s.experts_per_token + 4 * s.n_experts + 4))
@@ -158,6 +162,8 @@ def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
     shared_input = spec.parallel_residual == "two_norms" and spec.norm != "rmsnorm"
     linear_inputs = (1 if spec.parallel_residual == "one_norm" else 2) * it * n * d
     o_proj = it * n * spec.n_heads * spec.head_dim
+    if spec.latent_attention:  # MLA's projections, norms and core (latent_memory.py)
+        heads, probs, o_proj = latent_attention_saved(spec, work, attention)
     mlp = _moe_saved(spec, work) if moe else _mlp_saved(spec, work)
     sharded = heads + (0 if selective else probs) + o_proj + mlp + _qk_norm_saved(spec, work)
     sharded += _fused_saved(spec, work, attention, fused)

@@ -93,6 +93,9 @@ def _block(spec: Spec, work: Workload, attention: str, targets: frozenset[str], 
 def lora_saved_activations(spec: Spec, work: Workload, attention: str,
                            targets: tuple[str, ...], rank: int) -> SavedActivations:
     """Bytes autograd saves in one forward with only the adapters on `targets` training."""
+    if spec.latent_attention:
+        raise BadInputError(f"{spec.name}: LoRA activation memory of latent attention (MLA) "
+                            "is not modelled yet (its full fine-tuning is)")
     if spec.n_experts or spec.parallel_residual != "off" or spec.norm_placement == "sandwich":
         raise BadInputError(f"{spec.name}: LoRA activation memory is modelled for sequential "
                             "dense blocks only (no MoE, parallel residual or sandwich norms)")
