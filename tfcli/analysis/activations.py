@@ -213,10 +213,14 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool,
     its layer's input, the layer its residual; eager attention returns its probabilities, which
     the layer holds until it returns; an eager decoder builds a (B, 1, T, S) float mask."""
     s, n, d, t = spec, work.tokens, spec.d_model, work.seq_len
-    held = n * d + (t * d if s.positions == "learned" and s.family == "decoder" else 0)
+    # ALBERT (shared layers): AlbertModel keeps its (N, e) embedding output and the encoder
+    # projects it into block 0's own (N, d) input (ElectraModel drops its embedding output)
+    albert = s.shared_layers and s.embedding_dim is not None
+    held = n * (s.embedding_dim if albert else d)
+    held += t * d if s.positions == "learned" and s.family == "decoder" else 0
     held += work.batch * t * t if eager and s.family == "decoder" else 0
     held += 2 * t * s.rotary_width if s.positions == "rope" else 0
-    x_in = n * d if s.n_layers > 1 else 0
+    x_in = n * d if s.n_layers > 1 or albert else 0
     pre = s.norm_placement != "post"
     h = n * d if pre else 0
     probs = work.batch * s.n_heads * t * t if eager else 0

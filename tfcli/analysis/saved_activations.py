@@ -237,6 +237,10 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
                             " (training follows transformers' implementations)")
     if recompute not in RECOMPUTE:
         raise BadInputError(not_one_of("--recompute", recompute, RECOMPUTE))
+    if recompute == "full" and spec.shared_layers:  # nothing to measure the figure against
+        raise BadInputError(f"{spec.name}: --recompute full with one block shared by every "
+                            "layer (ALBERT) is not modelled: transformers' AlbertModel has no "
+                            "gradient checkpointing")
     if spec.positions == "relative":  # T5's modules: what they add to the composition
         from tfcli.analysis.saved_t5 import relative_saved  # (it builds on this module)
 
