@@ -32,7 +32,7 @@ def memory_cmd(
     spec: SpecArg,
     batch: Annotated[str, typer.Option("--batch", metavar="N[,N...]", help="Sequences per forward (training: per GPU); a comma list (1,8,32) sweeps.")] = "1",
     seq_len: Annotated[str | None, typer.Option("--seq-len", metavar="N[,N...]", help="Tokens per sequence (default min(max_seq_len, 1024)); a comma list (1024,8192) sweeps.")] = None,
-    dtype: Annotated[MemoryDtype, typer.Option("--dtype", help="Weights (and compute) dtype; int8 / int4 quantise the blocks' linear weights, computing in bfloat16.")] = MemoryDtype.bfloat16,  # type: ignore[valid-type, attr-defined]
+    dtype: Annotated[MemoryDtype | None, typer.Option("--dtype", help="Weights (and compute) dtype (default bfloat16; float32 with --attention engine, which computes in float32); int8 / int4 quantise the blocks' linear weights, computing in bfloat16.")] = None,  # type: ignore[valid-type]
     kv_dtype: Annotated[KvDtype | None, typer.Option("--kv-dtype", help="KV-cache dtype (default: the compute dtype).")] = None,
     attention: Annotated[Attention, typer.Option("--attention", help="sdpa (fused / flash), eager (scores materialised) or engine (tfcli's own NumPy engine).")] = Attention.sdpa,  # type: ignore[attr-defined]
     group_size: Annotated[int, typer.Option(min=1, help="int8 / int4: weights per float16 scale.")] = 128,
@@ -75,7 +75,7 @@ def memory_cmd(
     check_plot(plot, points.is_sweep)
     options = MemoryOptions(
         batch=points.batches[0], seq_len=None if seq_len is None else points.seq_lens[0],
-        dtype=dtype.value, attention=attention.value,
+        dtype=_dtype(dtype, attention.value), attention=attention.value,
         kv_dtype=kv_dtype.value if kv_dtype is not None else None, group_size=group_size,
         train=train, optimizer=optimizer.value, recompute=recompute.value, gpus=gpus, zero=zero,
         tp=tp, lora_rank=lora_rank, lora_targets=_targets(lora_targets), dropout=dropout,
@@ -90,6 +90,14 @@ def memory_cmd(
         return
     report = build_memory_report(model_spec, options, accelerator, fit)
     emit(report, fmt, lambda: render_memory(report))
+
+
+def _dtype(dtype: MemoryDtype | None, attention: str) -> str:  # type: ignore[valid-type]
+    """The dtype asked for, else bfloat16 (what models are run in on GPUs), or float32 for
+    tfcli's own engine, which computes in float32."""
+    if dtype is not None:
+        return str(dtype.value)
+    return "float32" if attention == "engine" else "bfloat16"
 
 
 def _stored_bytes(spec_arg: str, model_spec: object) -> int | None:

@@ -35,13 +35,23 @@ def test_training_table() -> None:
     (("--gpu", "h10"), "did you mean 'h100'"),
     (("--fit",), "--fit needs --gpu"),
     (("--gpus", "3", "--tp", "2", "--train"), "--tp"),
-    (("--attention", "engine"), "add --dtype float32"),
+    (("--attention", "engine", "--dtype", "bfloat16"), "add --dtype float32"),
     (("--fused", "qkvv"), "--fused must be one of qkv, gate_up, falcon_qkv (got 'qkvv')"),
 ])
 def test_bad_input_is_one_line_exit_2(args: tuple[str, ...], words: str) -> None:
     code, out, err = run_in_memory("memory", "gpt2", *args)
     assert code == 2 and out == ""
     assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_engine_is_planned_in_float32_unless_told() -> None:
+    """--attention engine without --dtype: the engine's float32, not the bfloat16 default."""
+    code, out, err = run_in_memory("memory", "gpt2", "--attention", "engine", "-f", "json")
+    assert code == 0, err
+    weights = json.loads(out)["parts"][0]
+    assert "float32" in weights["note"] and weights["bytes"] == 124_439_808 * 4
+    code, out, err = run_in_memory("memory", "gpt2", "-f", "json")
+    assert code == 0 and json.loads(out)["parts"][0]["bytes"] == 124_439_808 * 2, err
 
 
 def test_moe_is_planned_and_unmodelled_variants_are_named() -> None:
