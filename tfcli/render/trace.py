@@ -65,7 +65,7 @@ def render_trace(report: TraceReport, depth: int | None = None) -> RenderableTyp
         Text(f"convention: {report.convention}", style="dim"),
         Text("output bytes: each op's output once, summed: not the memory a forward needs "
              "(most are freed long before the end); its largest live set is `tfcli memory "
-             "SPEC --attention engine --dtype float32`", style="dim"),
+             "SPEC --attention engine`", style="dim"),
     )
 
 
