@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfcli.analysis import latent_memory
+from tfcli.analysis import latent_memory, rope_layouts
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec
 
@@ -221,7 +221,7 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool,
     held += work.batch * t * t if eager and s.family == "decoder" else 0
     held += 2 * t * s.rotary_width if s.positions == "rope" else 0
     x_in = n * d if s.n_layers > 1 or albert else 0
-    pre = s.norm_placement != "post"
+    pre = s.norm_placement not in ("post", "sublayer_post")  # OLMo 2: the sublayer reads x
     h = n * d if pre else 0
     probs = work.batch * s.n_heads * t * t if eager else 0
     repeat = 2 * n * s.n_heads * s.head_dim if eager and s.kv_heads < s.n_heads else 0
@@ -262,9 +262,11 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool,
         if s.n_shared_experts:
             phases.append(("shared experts", held + x_in + n * d + h + probs
                            + n * s.shared_width * (table[_activation(s)] + 1)))
-    if not pre:  # post-norm (BERT): at the output LayerNorm the FFN's activation output, its
+    if s.norm_placement == "post":  # BERT: at the output LayerNorm the activation output, its
         # projection, the residual sum and the norm's output beside the sublayer input
         phases.append(("FFN output norm", held + x_in + n * d + n * s.d_ff + 3 * n * d + probs))
+    # partial rotary's kept projections, StableLM's layer, OLMo 2's float32 RoPE
+    phases = rope_layouts.adjust_phases(s, work, eager, fused, phases)
     return phases + _head_phases(s, work, held + n * d)
 
 

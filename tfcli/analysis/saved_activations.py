@@ -25,6 +25,8 @@ from tfcli.analysis.activations import (GATE_OF, Workload, check_fused, check_mo
 from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_attention_saved
 from tfcli.analysis.latent_memory import (deepseek_moe, deepseek_moe_saved,
                                           latent_attention_saved)
+from tfcli.analysis.rope_layouts import (gptj_attention, gptj_saved, normed_itemsize,
+                                         sdpa_output_copied)
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec
 
@@ -53,10 +55,11 @@ class SavedActivations:
 
 def _norm_saved(spec: Spec, work: Workload) -> float:
     """One norm: layer norm its input and float32 mean / rstd; RMS norm (transformers) its
-    float32 copy of the input, the normed values in the compute dtype and rsqrt."""
+    float32 copy of the input, the normed values in the compute dtype (OLMo 2's float32) and
+    rsqrt."""
     n, d, it = work.tokens, spec.d_model, work.itemsize
     if spec.norm == "rmsnorm":
-        return FLOAT32 * n * d + it * n * d + FLOAT32 * n
+        return FLOAT32 * n * d + normed_itemsize(spec, it) * n * d + FLOAT32 * n
     return it * n * d + 2 * FLOAT32 * n
 
 
@@ -92,7 +95,7 @@ def _qk_norm_saved(spec: Spec, work: Workload) -> float:
     n, it = work.tokens, work.itemsize
     width = (spec.n_heads + spec.kv_heads) * spec.head_dim
     rows = n * (spec.n_heads + spec.kv_heads) if spec.qk_norm == "per_head" else 2 * n
-    return FLOAT32 * n * width + it * n * width + FLOAT32 * rows
+    return FLOAT32 * n * width + normed_itemsize(spec, it) * n * width + FLOAT32 * rows
 
 
 def _moe_saved(spec: Spec, work: Workload) -> float:
@@ -128,8 +131,10 @@ def _dropout_saved(spec: Spec, work: Workload, attention: str, selective: bool) 
 def _fused_sdpa_copy(spec: Spec, tokens: int, fused: frozenset[str]) -> float:
     """sdpa on q/k/v sliced from a fused projection returns its output laid out (B, H, T, dh),
     so the output projection's (B, T, H x dh) input is a copy, saved beside sdpa's own output
-    (an unfused Llama's is laid out (B, T, H, dh) already: a view of the same storage)."""
-    return tokens * spec.n_heads * spec.head_dim if "qkv" in fused else 0
+    (an unfused Llama's is laid out (B, T, H, dh) already: a view of the same storage; Phi's
+    and StableLM's partial rotary concatenate q (B, H, T, dh): rope_layouts)."""
+    copied = "qkv" in fused or sdpa_output_copied(spec, fused)
+    return tokens * spec.n_heads * spec.head_dim if copied else 0
 
 
 def _fused_saved(spec: Spec, work: Workload, attention: str, fused: frozenset[str]) -> float:
@@ -166,7 +171,7 @@ def _block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
         heads, probs, o_proj = latent_attention_saved(spec, work, attention)
     mlp = _moe_saved(spec, work) if moe else _mlp_saved(spec, work)
     sharded = heads + (0 if selective else probs) + o_proj + mlp + _qk_norm_saved(spec, work)
-    sharded += _fused_saved(spec, work, attention, fused)
+    sharded += _fused_saved(spec, work, attention, fused) + gptj_saved(spec, work, attention)
     if dropout:
         sharded += _dropout_saved(spec, work, attention, selective)
     return (norms * _norm_saved(spec, work) - (it * n * d if shared_input else 0)
@@ -190,7 +195,8 @@ def _outside_blocks(spec: Spec, work: Workload, recompute: str,
     parts.append(("final norm and head input", (_norm_saved(s, work) if final else 0) + it * n * d))
     if s.pooler:
         parts.append(("pooler", it * work.batch * d))
-    if s.positions == "rope" and recompute != "full":  # cos and sin, shared by the blocks
+    if s.positions == "rope" and recompute != "full" and not gptj_attention(s):
+        # cos and sin, shared by the blocks (GPT-J's: per block, gptj_saved)
         parts.append(("RoPE tables", 2 * it * work.seq_len * s.rotary_width))
     if _gpt2_style(s):  # the position ids (int64)
         parts.append(("position ids", 8 * work.seq_len))
