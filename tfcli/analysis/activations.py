@@ -400,13 +400,21 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
         raw = _engine_phases(spec, work)
     elif spec.family == "encoder-decoder":
         raw = _seq2seq_phases(spec, work, attention == "eager", fused)
+    elif spec.family == "encoder" and spec.positions == "rope":  # ModernBertModel's layout
+        from tfcli.analysis.modernbert_memory import hf_phases  # (it builds on this module)
+
+        raw = hf_phases(spec, work, attention == "eager")
     elif "falcon_qkv" in fused:  # Falcon's own attention module (falcon_memory builds on this one)
         from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_phases
 
         check_falcon_shaped(spec)
         raw = falcon_phases(spec, work, attention == "eager")
     else:
-        raw = _hf_phases(spec, work, attention == "eager", fused)
+        from tfcli.analysis import window_memory  # (it builds on this module)
+
+        attention = window_memory.softcapped_as_eager(spec, attention)  # Gemma 2: no sdpa
+        raw = window_memory.adjust_phases(spec, work, attention == "eager",
+                                          _hf_phases(spec, work, attention == "eager", fused))
         if spec.positions == "relative":  # T5EncoderModel: the bias its stack holds
             held, more = _relative_bias(spec, work, attention == "eager", decoder=False)
             raw = [(name, e + held + (more if name == "attention scores" else 0))

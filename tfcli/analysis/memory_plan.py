@@ -315,6 +315,9 @@ def _notes(spec: Spec, o: MemoryOptions) -> tuple[str, ...]:
     if spec.disentangled_attention and o.attention == "sdpa":
         notes.append("DeBERTa: transformers' DebertaV2 has only eager attention (asked for "
                      "sdpa it keeps eager): planned as eager")
+    if spec.attn_logit_softcap is not None and o.attention == "sdpa":
+        notes.append("attention logit soft-capping (Gemma 2): transformers' Gemma 2 has no sdpa "
+                     "(from_pretrained picks eager): planned as eager")
     return tuple(notes)
 
 

@@ -27,6 +27,7 @@ from tfcli.analysis.latent_memory import (deepseek_moe, deepseek_moe_saved,
                                           latent_attention_saved)
 from tfcli.analysis.rope_layouts import (gptj_attention, gptj_saved, normed_itemsize,
                                          sdpa_output_copied)
+from tfcli.analysis import window_memory
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec
 
@@ -259,6 +260,7 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
         return _seq2seq_saved(spec, work, attention, recompute, tp, dropout, fused)
     if "falcon_qkv" in fused:
         check_falcon_shaped(spec)
+    attention = window_memory.softcapped_as_eager(spec, attention)  # Gemma 2: no sdpa
     n_moe = spec.moe_layer_count(spec.n_layers)
     kinds = [(spec.n_layers - n_moe, False), (n_moe, True)]  # (blocks, experts) per kind
     kept = 0.0
@@ -273,9 +275,12 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
         # checkpoint keeps it (measured: tests/parity/test_memory_torch.py)
         parts.append(("eager mask", work.itemsize * work.batch * work.seq_len ** 2))
     parts += _outside_blocks(spec, work, recompute, tp)
+    parts += window_memory.saved_parts(spec, work, attention, recompute)  # Mistral, Gemma 2 / 3
     if dropout:  # the embeddings' dropout noise
         parts.append(("embedding dropout", work.itemsize * work.tokens * spec.d_model))
     full_block = max(_block_saved(spec, work, attention, False, moe, tp, dropout, fused)
                      for count, moe in kinds if count)
+    full_block += window_memory.layer_saved(spec, work, attention, False,
+                                            window_memory.masked_layers(spec, work) > 0)
     return SavedActivations(tuple((name, int(round(b))) for name, b in parts),
                             int(round(full_block)))

@@ -1,0 +1,125 @@
+"""tfcli memory against what torch holds for the sliding-window and soft-capped decoders
+(tfcli/analysis/window_memory.py): Mistral with a window shorter than the sequence, Gemma 2
+(local / global layers, sandwich norms, attention and final logit soft-capping; transformers has
+no sdpa for it, so sdpa is planned, and here measured, as eager), Gemma 3 text (five local layers
+to one global, two RoPE bases, per-head q/k norms) and Qwen3 dense (per-head q/k norms, no
+window). The inference peak within 15% and the saved bytes within 10% as in test_memory_torch.py
+(measured 0.996-1.000); one size per check: the window (32) shorter than the sequence at both."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+import transformers as tf
+
+from tests.parity.test_memory_torch import VOCAB, _ids
+from tests.parity.torch_memory import forward_peak, saved_bytes
+from tfcli.analysis.activations import Workload, inference_peak
+from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
+from tfcli.analysis.saved_activations import saved_activations
+from tfcli.checkpoints import spec_from_config_dir
+from tfcli.spec import Spec
+
+BASE = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
+            intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=512)
+GEMMA = dict(head_dim=16, sliding_window=32, query_pre_attn_scalar=16)
+MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
+    "mistral": lambda: tf.MistralForCausalLM(tf.MistralConfig(**BASE, sliding_window=32)),
+    "gemma2": lambda: tf.Gemma2ForCausalLM(tf.Gemma2Config(**BASE, **GEMMA)),  # softcaps 50, 30
+    "gemma3": lambda: tf.Gemma3ForCausalLM(tf.Gemma3TextConfig(  # 5 local : 1 global
+        **(BASE | {"num_hidden_layers": 6}), **GEMMA)),
+    "qwen3": lambda: tf.Qwen3ForCausalLM(tf.Qwen3Config(**BASE, head_dim=16)),
+}
+
+
+# Gemma 2's sdpa is its eager (test_gemma2_sdpa_planned_as_eager): measured once, as eager
+ATTENTIONS = [(n, a) for n in MODELS for a in ("eager", "sdpa") if (n, a) != ("gemma2", "sdpa")]
+TRAINING = [(n, a, "none") for n, a in ATTENTIONS] + [
+    (n, "eager" if n == "gemma2" else "sdpa", "full") for n in MODELS]
+HALF = [("gemma2", "eager"), ("gemma3", "eager"), ("gemma3", "sdpa"), ("mistral", "sdpa")]
+
+
+BUILT: dict[str, tuple[str, tf.PreTrainedModel, Spec]] = {}
+
+
+@pytest.fixture(scope="module")
+def family(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> tuple[str, tf.PreTrainedModel, Spec]:
+    """(name, the random model, its spec), built once per module: pytest sets a fixture up
+    again for each parametrize list naming it (indirect), so the models are kept here."""
+    name = request.param
+    if name not in BUILT:
+        torch.manual_seed(0)
+        model = MODELS[name]()
+        path: Path = tmp_path_factory.mktemp(name)
+        model.save_pretrained(path)
+        BUILT[name] = name, model, spec_from_config_dir(path)
+    return BUILT[name]
+
+
+def _run_as(model: tf.PreTrainedModel, attention: str) -> None:
+    """Gemma 2 has no sdpa in transformers (set_attn_implementation('sdpa') raises): eager."""
+    if model.config.model_type != "gemma2":
+        model.set_attn_implementation(attention)
+    assert model.config._attn_implementation == ("eager" if model.config.model_type == "gemma2"
+                                                 else attention)
+
+
+@pytest.mark.parametrize("family,attention", ATTENTIONS, indirect=["family"])
+def test_inference_peak(family: tuple[str, tf.PreTrainedModel, Spec], attention: str) -> None:
+    """(1, 256): the masked sdpa layers' attention (the float mask copy, K and V repeated) is
+    the peak, eager's two masks are held beside the scores."""
+    _, model, spec = family
+    _run_as(model, attention)
+    model.eval()
+    ids = _ids(1, 256)
+    want = forward_peak(model, ids, use_cache=False)
+    got = inference_peak(spec, Workload(1, 256, 4), attention).bytes
+    assert abs(got - want) <= 0.15 * want, (got, want)
+
+
+@pytest.mark.parametrize("family,attention,recompute", TRAINING, indirect=["family"])
+def test_saved_activations(family: tuple[str, tf.PreTrainedModel, Spec], attention: str,
+                           recompute: str) -> None:
+    _, model, spec = family
+    _run_as(model, attention)
+    model.train()
+    if recompute == "full":
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    try:
+        ids = _ids(2, 64)
+        want = saved_bytes(model, lambda: model(input_ids=ids, labels=ids, use_cache=False).loss,
+                           ids)
+        got = saved_activations(spec, Workload(2, 64, 4), attention, recompute).total
+        assert abs(got - want) <= 0.10 * want, (got, want)
+    finally:
+        model.activation_checkpointing_disable()
+
+
+@pytest.mark.parametrize("family,attention", HALF, indirect=["family"])
+def test_saved_activations_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Spec],
+                                       attention: str) -> None:
+    """Gemma's (1 + weight) RMSNorms keep their normed values in float32 (0.81-0.89 without);
+    Mistral's sdpa mask copies are bfloat16."""
+    _, model, spec = family
+    half = copy.deepcopy(model).to(torch.bfloat16)
+    _run_as(half, attention)
+    half.train()
+    ids = _ids(2, 64)
+    want = saved_bytes(half, lambda: half(input_ids=ids, labels=ids, use_cache=False).loss, ids)
+    got = saved_activations(spec, Workload(2, 64, 2), attention).total
+    assert abs(got - want) <= 0.10 * want, (got, want)
+
+
+@pytest.mark.parametrize("family", ["gemma2"], indirect=True)
+def test_gemma2_sdpa_planned_as_eager(family: tuple[str, tf.PreTrainedModel, Spec]) -> None:
+    _, _, spec = family
+    plan = build_memory_plan(spec, MemoryOptions(batch=1, seq_len=256, attention="sdpa"))
+    assert any("Gemma 2" in note for note in plan.notes)
+    work = Workload(1, 256, 4)
+    assert inference_peak(spec, work, "sdpa") == inference_peak(spec, work, "eager")
+    assert saved_activations(spec, work, "sdpa") == saved_activations(spec, work, "eager")
