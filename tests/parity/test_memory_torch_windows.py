@@ -16,11 +16,12 @@ import pytest
 import torch
 import transformers as tf
 
-from tests.parity.test_memory_torch import VOCAB, _ids
+from tests.parity.test_memory_torch import VOCAB, _ids, _with_lora
 from tests.parity.torch_memory import forward_peak, saved_bytes
 from tfcli.analysis.activations import Workload, inference_peak
 from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
 from tfcli.analysis.saved_activations import saved_activations
+from tfcli.analysis.saved_lora import lora_saved_activations
 from tfcli.checkpoints import spec_from_config_dir
 from tfcli.spec import Spec
 
@@ -123,3 +124,19 @@ def test_gemma2_sdpa_planned_as_eager(family: tuple[str, tf.PreTrainedModel, Spe
     work = Workload(1, 256, 4)
     assert inference_peak(spec, work, "sdpa") == inference_peak(spec, work, "eager")
     assert saved_activations(spec, work, "sdpa") == saved_activations(spec, work, "eager")
+
+
+def test_lora_saved_activations_with_a_window(tmp_path: Path) -> None:
+    """LoRA on q, v (Mistral's modules are Llama's): the masked sdpa layers' float mask copies
+    and repeated K / V (0.87 without them)."""
+    torch.manual_seed(0)
+    model = MODELS["mistral"]()
+    model.save_pretrained(tmp_path)
+    spec = spec_from_config_dir(tmp_path)
+    _with_lora("llama", model, ("q", "v"))
+    model.set_attn_implementation("sdpa")
+    model.train()
+    ids = _ids(2, 64)
+    want = saved_bytes(model, lambda: model(input_ids=ids, labels=ids, use_cache=False).loss, ids)
+    got = lora_saved_activations(spec, Workload(2, 64, 4), "sdpa", ("q", "v"), 8).total
+    assert abs(got - want) <= 0.10 * want, (got, want)

@@ -404,10 +404,6 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
         from tfcli.analysis.modernbert_memory import hf_phases  # (it builds on this module)
 
         raw = hf_phases(spec, work, attention == "eager")
-    elif spec.family == "encoder" and spec.positions == "rope":  # ModernBertModel's layout
-        from tfcli.analysis.modernbert_memory import hf_phases  # (it builds on this module)
-
-        raw = hf_phases(spec, work, attention == "eager")
     elif "falcon_qkv" in fused:  # Falcon's own attention module (falcon_memory builds on this one)
         from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_phases
 

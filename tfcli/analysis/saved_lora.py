@@ -20,6 +20,7 @@ Checked against saved_tensors_hooks on Llama and BERT with adapters on q, v and 
 
 from __future__ import annotations
 
+from tfcli.analysis import window_memory
 from tfcli.analysis.activations import GATE_OF, Workload
 from tfcli.analysis.saved_activations import (FLOAT32, SAVED_BY_ACTIVATION, SAVED_BY_GATE,
                                               SavedActivations)
@@ -107,6 +108,9 @@ def lora_saved_activations(spec: Spec, work: Workload, attention: str,
     rest = _block(spec, work, attention, chosen, rank, False)
     s, n = spec, work.tokens
     parts = [(f"blocks (× {s.n_layers})", first + (s.n_layers - 1) * rest)]
+    masks = window_memory.lora_masked_saved(s, work, attention, bool(chosen & {"q", "k", "v"}))
+    if masks:  # Mistral's sliding window under sdpa: the float mask copies, repeated K / V
+        parts.append(("sliding-window masks", masks))
     if s.final_norm and s.norm != "none" and s.norm_placement != "post":
         parts.append(("final norm", _norm(s, work)))
     if s.pooler:

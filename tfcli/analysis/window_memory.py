@@ -106,30 +106,49 @@ def _qk_norm_extra(spec: Spec, work: Workload) -> float:
     return (FLOAT32 - work.itemsize) * work.tokens * width + FLOAT32 * (q_width + k_width)
 
 
+def masked_sdpa_saved(spec: Spec, work: Workload, tp: int = 1) -> float:
+    """Bytes a masked sdpa layer saves beyond unmasked sdpa (full fine-tuning and LoRA alike):
+    the float (B, 1, T, S) mask copy and K, V repeated to every head (1/tp of the heads)."""
+    return work.itemsize * (work.batch * work.seq_len ** 2 + _repeat(spec, work.tokens) / tp)
+
+
+def lora_masked_saved(spec: Spec, work: Workload, attention: str, block0_grad: bool) -> float:
+    """LoRA: the masked sdpa layers' extra bytes, where the attention saves anything (block 0
+    only with an adapter on q, k or v: its input needs no gradient)."""
+    layers = masked_layers(spec, work)
+    if attention != "sdpa" or not layers:
+        return 0
+    skip = not block0_grad and spec.layer_kinds[0] == "local"
+    return (layers - skip) * masked_sdpa_saved(spec, work)
+
+
 def layer_saved(spec: Spec, work: Workload, attention: str, selective: bool,
-                masked: bool) -> float:
+                masked: bool, tp: int = 1) -> float:
     """Bytes one block saves beyond saved_activations' generic block: Gemma's norms, the
     soft-capped scores' tanh (not under selective recomputation), and on a masked sdpa layer
-    the float mask copy and K and V repeated to every head."""
+    the float mask copy and K and V repeated to every head. Under tensor parallelism each GPU
+    holds 1/tp of the heads (the scores, the repeats); the norms and the mask are replicated."""
     norms = 2 + (2 if spec.norm_placement == "sandwich" else 0)
     extra = norms * _norm_extra(spec, work) + _qk_norm_extra(spec, work)
     b, h, t, it = work.batch, spec.n_heads, work.seq_len, work.itemsize
     if spec.attn_logit_softcap is not None and attention == "eager" and not selective:
-        extra += it * b * h * t * t
+        extra += it * b * h * t * t / tp
     if masked and attention == "sdpa":
-        extra += it * (b * t * t + _repeat(spec, work.tokens))
+        extra += masked_sdpa_saved(spec, work, tp)
     return extra
 
 
-def saved_parts(spec: Spec, work: Workload, attention: str,
-                recompute: str) -> list[tuple[str, float]]:
-    """saved_activations' parts for these decoders (none for any other spec)."""
+def saved_parts(spec: Spec, work: Workload, attention: str, recompute: str,
+                tp: int = 1) -> list[tuple[str, float]]:
+    """saved_activations' parts for these decoders (none for any other spec), on each of `tp`
+    tensor-parallel GPUs (the soft-capped logits vocabulary-parallel, as the loss)."""
     parts: list[tuple[str, float]] = []
     if recompute != "full":
         masked = masked_layers(spec, work)
-        blocks = (masked * layer_saved(spec, work, attention, recompute == "selective", True)
+        selective = recompute == "selective"
+        blocks = (masked * layer_saved(spec, work, attention, selective, True, tp)
                   + (spec.n_layers - masked)
-                  * layer_saved(spec, work, attention, recompute == "selective", False))
+                  * layer_saved(spec, work, attention, selective, False, tp))
         if blocks:
             parts.append(("masks, soft-capping, Gemma norms", blocks))
         if _two_bases(spec):
@@ -137,5 +156,5 @@ def saved_parts(spec: Spec, work: Workload, attention: str,
     if spec.final_norm and _norm_extra(spec, work):
         parts.append(("final norm (Gemma)", _norm_extra(spec, work)))
     if spec.lm_head and spec.final_logit_softcap is not None:
-        parts.append(("final soft-capping", work.itemsize * work.tokens * spec.vocab_size))
+        parts.append(("final soft-capping", work.itemsize * work.tokens * spec.vocab_size / tp))
     return parts
