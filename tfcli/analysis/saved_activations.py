@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from tfcli.analysis.activations import (GATE_OF, Workload, check_fused, check_modelled,
                                        fused_qkv_extra, stacks)
 from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_attention_saved
+from tfcli.analysis import modernbert_memory
 from tfcli.analysis.latent_memory import (deepseek_moe, deepseek_moe_saved,
                                           latent_attention_saved)
 from tfcli.analysis.rope_layouts import (gptj_attention, gptj_saved, normed_itemsize,
@@ -260,6 +261,9 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
         return _seq2seq_saved(spec, work, attention, recompute, tp, dropout, fused)
     if "falcon_qkv" in fused:
         check_falcon_shaped(spec)
+    modernbert = modernbert_memory.modernbert_shaped(spec)
+    if modernbert:  # its modules' fixed layout: Wi a fused gate|up (Wqkv: saved_parts)
+        fused = frozenset({"gate_up"})
     attention = window_memory.softcapped_as_eager(spec, attention)  # Gemma 2: no sdpa
     n_moe = spec.moe_layer_count(spec.n_layers)
     kinds = [(spec.n_layers - n_moe, False), (n_moe, True)]  # (blocks, experts) per kind
@@ -269,12 +273,16 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
                              fused)
         kept += count * (work.itemsize * work.tokens * spec.d_model if recompute == "full"
                          else block)
+    if not spec.first_attn_norm and recompute != "full":  # block 0 reads the embedding norm
+        kept -= _norm_saved(spec, work)
     parts = [(f"blocks (× {spec.n_layers})", kept)]
     if recompute == "full" and attention == "eager" and _gpt2_style(spec):
         # GPT-2's blocks take the (B, 1, T, S) float mask as a tensor argument: the
         # checkpoint keeps it (measured: tests/parity/test_memory_torch.py)
         parts.append(("eager mask", work.itemsize * work.batch * work.seq_len ** 2))
     parts += _outside_blocks(spec, work, recompute, tp)
+    if modernbert:
+        parts += modernbert_memory.saved_parts(spec, work, attention, recompute, tp)
     parts += window_memory.saved_parts(spec, work, attention, recompute, tp)  # Mistral, Gemma
     if dropout:  # the embeddings' dropout noise
         parts.append(("embedding dropout", work.itemsize * work.tokens * spec.d_model))
@@ -282,5 +290,7 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
                      for count, moe in kinds if count)
     full_block += window_memory.layer_saved(spec, work, attention, False,
                                             window_memory.masked_layers(spec, work) > 0, tp)
+    if modernbert:
+        full_block += modernbert_memory.block_extra(spec, work, attention, tp)
     return SavedActivations(tuple((name, int(round(b))) for name, b in parts),
                             int(round(full_block)))
