@@ -283,6 +283,9 @@ def saved_activations(spec: Spec, work: Workload, attention: str = "sdpa",
     parts += _outside_blocks(spec, work, recompute, tp)
     if modernbert:
         parts += modernbert_memory.saved_parts(spec, work, attention, recompute, tp)
+    if spec.position_offset and spec.type_vocab_size:  # RobertaEmbeddings: its int64 position
+        # ids made from the input ids and the token types gathered by them, saved by lookups
+        parts.append(("position and token-type ids", 2 * 8 * work.tokens))
     parts += window_memory.saved_parts(spec, work, attention, recompute, tp)  # Mistral, Gemma
     if dropout:  # the embeddings' dropout noise
         parts.append(("embedding dropout", work.itemsize * work.tokens * spec.d_model))
