@@ -8,7 +8,6 @@ gradient checkpointing, and the optimizer / gradient figures to the byte."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,16 +15,17 @@ import pytest
 import torch
 import transformers as tf
 
-from tests.parity.torch_memory import LiveStorages, forward_peak, saved_bytes, storage_key
+from tests.parity.memory_cases import (SIZES, VOCAB, Run, bfloat16_copy, checkpointing, lm_loss,
+                                       peak_pair, random_model, saved_pair, saved_spec, within)
+from tests.parity.memory_cases import ids as _ids  # other test files import these from here
+from tests.parity.torch_memory import LiveStorages, saved_bytes, storage_key
 from tfcli.analysis.activations import FUSED_MODULES, Workload, inference_peak
 from tfcli.analysis.memory_plan import (MemoryOptions, build_memory_plan, optimizer_bytes,
                                         step_scratch_bytes)
 from tfcli.analysis.saved_activations import saved_activations
 from tfcli.analysis.saved_lora import lora_saved_activations
-from tfcli.checkpoints import spec_from_config_dir
 from tfcli.spec import Spec
 
-VOCAB = 200
 MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
     "gpt2": lambda: tf.GPT2LMHeadModel(tf.GPT2Config(
         n_embd=64, n_head=4, n_layer=2, vocab_size=VOCAB, n_positions=512, resid_pdrop=0.0,
@@ -70,18 +70,14 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
         pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2,
         forced_eos_token_id=None)),
 }
-SIZES = [(2, 64), (1, 256)]
 
 
 @pytest.fixture(scope="module", params=list(MODELS))
 def family(request: pytest.FixtureRequest,
            tmp_path_factory: pytest.TempPathFactory) -> tuple[str, tf.PreTrainedModel, Spec]:
     """(name, the random model, the spec tfcli reads from its saved config.json)."""
-    torch.manual_seed(0)
-    model = MODELS[request.param]()
-    path: Path = tmp_path_factory.mktemp(request.param)
-    model.save_pretrained(path)
-    return request.param, model, spec_from_config_dir(path)
+    return request.param, *random_model(MODELS[request.param],
+                                        tmp_path_factory.mktemp(request.param))
 
 
 def _fused(model: tf.PreTrainedModel) -> frozenset[str]:
@@ -95,10 +91,6 @@ def _forward_args(name: str, ids: torch.Tensor) -> dict[str, object]:
         name, {"use_cache": False})
 
 
-def _ids(batch: int, seq_len: int) -> torch.Tensor:
-    return torch.randint(0, VOCAB, (batch, seq_len), generator=torch.Generator().manual_seed(1))
-
-
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
 def test_inference_peak(family: tuple[str, tf.PreTrainedModel, Spec], attention: str) -> None:
     name, model, spec = family
@@ -106,9 +98,9 @@ def test_inference_peak(family: tuple[str, tf.PreTrainedModel, Spec], attention:
     model.eval()
     for batch, seq_len in SIZES:
         ids = _ids(batch, seq_len)
-        want = forward_peak(model, ids, **_forward_args(name, ids))
-        got = inference_peak(spec, Workload(batch, seq_len, 4), attention, _fused(model)).bytes
-        assert abs(got - want) <= 0.15 * want, (batch, seq_len, got, want)
+        got, want = peak_pair(model, spec, Workload(batch, seq_len, 4), attention, _fused(model),
+                              tokens=ids, **_forward_args(name, ids))
+        assert within(got, want, 0.15), (batch, seq_len, got, want)
 
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
@@ -116,19 +108,22 @@ def test_inference_peak_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Spec]
                                     attention: str) -> None:
     """16-bit tensors, but Llama-style eager attention upcasts its scores for the softmax."""
     name, model, spec = family
-    half = copy.deepcopy(model).to(torch.bfloat16)
-    half.set_attn_implementation(attention)
-    half.eval()
+    half = bfloat16_copy(model, attention).eval()
     ids = _ids(1, 256)
-    want = forward_peak(half, ids, **_forward_args(name, ids))
-    got = inference_peak(spec, Workload(1, 256, 2), attention, _fused(model)).bytes
-    assert abs(got - want) <= 0.15 * want, (got, want)
+    got, want = peak_pair(half, spec, Workload(1, 256, 2), attention, _fused(model), tokens=ids,
+                          **_forward_args(name, ids))
+    assert within(got, want, 0.15), (got, want)
 
 
 def _training_run(name: str, model: tf.PreTrainedModel, ids: torch.Tensor) -> Callable[[], object]:
     if name == "bert":
         return lambda: model(input_ids=ids).pooler_output
-    return lambda: model(input_ids=ids, labels=ids, use_cache=False).loss
+    return lm_loss(model, ids)
+
+
+def _run(name: str) -> Run:
+    """_training_run for `name`, in the form memory_cases.saved_pair takes."""
+    return lambda model, ids: _training_run(name, model, ids)
 
 
 @pytest.mark.parametrize("attention,recompute", [("eager", "none"), ("sdpa", "none"),
@@ -138,17 +133,11 @@ def test_saved_activations(family: tuple[str, tf.PreTrainedModel, Spec], attenti
     name, model, spec = family
     model.set_attn_implementation(attention)
     model.train()
-    if recompute == "full":
-        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
-    try:
+    with checkpointing(model, recompute == "full"):
         for batch, seq_len in SIZES:
-            ids = _ids(batch, seq_len)
-            want = saved_bytes(model, _training_run(name, model, ids), ids)
-            got = saved_activations(spec, Workload(batch, seq_len, 4), attention, recompute,
-                                    fused=_fused(model)).total
-            assert abs(got - want) <= 0.10 * want, (batch, seq_len, got, want)
-    finally:
-        model.activation_checkpointing_disable()
+            got, want = saved_pair(model, spec, Workload(batch, seq_len, 4), _run(name), attention,
+                                   recompute, fused=_fused(model))
+            assert within(got, want, 0.10), (batch, seq_len, got, want)
 
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
@@ -157,13 +146,10 @@ def test_saved_activations_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Sp
     """Mixed precision's activations: 2-byte tensors, but RMSNorm's float32 copies, the float32
     statistics, and (RoPE families, eager) the float32 softmax beside its cast."""
     name, model, spec = family
-    half = copy.deepcopy(model).to(torch.bfloat16)
-    half.set_attn_implementation(attention)
-    half.train()
-    ids = _ids(2, 64)
-    want = saved_bytes(half, _training_run(name, half, ids), ids)
-    got = saved_activations(spec, Workload(2, 64, 2), attention, fused=_fused(model)).total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    half = bfloat16_copy(model, attention).train()
+    got, want = saved_pair(half, spec, Workload(2, 64, 2), _run(name), attention,
+                           fused=_fused(model))
+    assert within(got, want, 0.10), (got, want)
 
 
 @pytest.mark.parametrize("name,make", [
@@ -177,16 +163,11 @@ def test_saved_activations_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Sp
 def test_saved_activations_with_dropout(name: str, make: Callable[[], tf.PreTrainedModel],
                                         tmp_path: Path) -> None:
     """Live dropouts save their noise (and eager attention the dropped probabilities)."""
-    torch.manual_seed(0)
-    model = make()
-    model.save_pretrained(tmp_path)
-    spec = spec_from_config_dir(tmp_path)
+    model, spec = random_model(make, tmp_path)
     model.set_attn_implementation("eager")
     model.train()
-    ids = _ids(2, 64)
-    want = saved_bytes(model, _training_run(name, model, ids), ids)
-    got = saved_activations(spec, Workload(2, 64, 4), "eager", dropout=True).total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    got, want = saved_pair(model, spec, Workload(2, 64, 4), _run(name), "eager", dropout=True)
+    assert within(got, want, 0.10), (got, want)
 
 
 @pytest.mark.parametrize("ffn", ["relu", "gated-gelu"])  # T5 v1.0; v1.1 / mT5
@@ -194,28 +175,24 @@ def test_saved_activations_with_dropout(name: str, make: Callable[[], tf.PreTrai
 def test_t5_inference_peak(ffn: str, attention: str, tmp_path: Path) -> None:
     """T5's relative position bias held by each stack (and sdpa's masked copies of it); its
     training activations: test_memory_torch_t5.py."""
-    torch.manual_seed(0)
-    model = tf.T5ForConditionalGeneration(tf.T5Config(
+    model, spec = random_model(lambda: tf.T5ForConditionalGeneration(tf.T5Config(
         d_model=64, d_kv=16, num_heads=4, num_layers=2, num_decoder_layers=2, d_ff=128,
         vocab_size=VOCAB, dropout_rate=0.0, decoder_start_token_id=0, pad_token_id=0,
-        eos_token_id=1, feed_forward_proj=ffn))
-    model.save_pretrained(tmp_path)
-    spec = spec_from_config_dir(tmp_path)
+        eos_token_id=1, feed_forward_proj=ffn)), tmp_path)
     model.set_attn_implementation(attention)
     model.eval()
     for batch, seq_len in SIZES:
         ids = _ids(batch, seq_len)
-        want = forward_peak(model, ids, decoder_input_ids=ids, use_cache=False)
-        got = inference_peak(spec, Workload(batch, seq_len, 4), attention).bytes
-        assert abs(got - want) <= 0.15 * want, (batch, seq_len, got, want)
+        got, want = peak_pair(model, spec, Workload(batch, seq_len, 4), attention, tokens=ids,
+                              decoder_input_ids=ids, use_cache=False)
+        assert within(got, want, 0.15), (batch, seq_len, got, want)
 
 
 @pytest.mark.parametrize("train", [False, True])
 def test_plan_takes_the_fused_projections(train: bool, tmp_path: Path) -> None:
     """MemoryOptions.fused reaches both estimates: Phi-3's sdpa figures grow by what its fused
     projections keep alive (measured above)."""
-    MODELS["phi3"]().save_pretrained(tmp_path)
-    spec = spec_from_config_dir(tmp_path)
+    spec = saved_spec(MODELS["phi3"](), tmp_path)
     fused = FUSED_MODULES["phi3"]
 
     def activations(fused: frozenset[str]) -> int:
@@ -269,10 +246,7 @@ def _with_lora(name: str, model: tf.PreTrainedModel, targets: tuple[str, ...]) -
 @pytest.mark.parametrize("every", [False, True])
 def test_lora_saved_activations(name: str, attention: str, every: bool, tmp_path: Path) -> None:
     """Only the adapters train: a frozen linear saves nothing, RMS norm no normed values."""
-    torch.manual_seed(0)
-    model = MODELS[name]()
-    model.save_pretrained(tmp_path)
-    spec = spec_from_config_dir(tmp_path)
+    model, spec = random_model(MODELS[name], tmp_path)
     targets = tuple(LORA_MODULES[name]) if every else ("q", "v")
     _with_lora(name, model, targets)
     model.set_attn_implementation(attention)
@@ -280,7 +254,7 @@ def test_lora_saved_activations(name: str, attention: str, every: bool, tmp_path
     ids = _ids(2, 64)
     want = saved_bytes(model, _training_run(name, model, ids), ids)
     got = lora_saved_activations(spec, Workload(2, 64, 4), attention, targets, 8).total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    assert within(got, want, 0.10), (got, want)
 
 
 def _state_bytes(optimizer: torch.optim.Optimizer) -> int:

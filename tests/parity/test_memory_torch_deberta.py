@@ -8,18 +8,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import torch
 import transformers as tf
 
-from tests.parity.test_memory_torch import SIZES, VOCAB, _ids
-from tests.parity.torch_memory import forward_peak, saved_bytes
+from tests.parity.memory_cases import (SIZES, VOCAB, checkpointing, peak_pair, random_models,
+                                       saved_pair, within)
 from tfcli.analysis.activations import Workload, inference_peak
 from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
 from tfcli.analysis.saved_activations import saved_activations
-from tfcli.checkpoints import spec_from_config_dir
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
@@ -45,17 +43,7 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
     "p2c": _deberta(pos_att_type="p2c", share_att_key=False, norm_rel_ebd="layer_norm",
                     position_buckets=64, position_biased_input=True, type_vocab_size=2),
 }
-
-
-@pytest.fixture(scope="module", params=list(MODELS))
-def deberta(request: pytest.FixtureRequest,
-            tmp_path_factory: pytest.TempPathFactory) -> tuple[tf.PreTrainedModel, Spec]:
-    """(the random model, the spec tfcli reads from its saved config.json)."""
-    torch.manual_seed(0)
-    model = MODELS[request.param]()
-    path: Path = tmp_path_factory.mktemp(request.param)
-    model.save_pretrained(path)
-    return model, spec_from_config_dir(path)
+deberta = random_models(MODELS, "deberta")
 
 
 def _hidden(model: tf.PreTrainedModel, ids: torch.Tensor) -> Callable[[], torch.Tensor]:
@@ -66,9 +54,8 @@ def test_inference_peak(deberta: tuple[tf.PreTrainedModel, Spec]) -> None:
     model, spec = deberta
     model.eval()
     for batch, seq_len in SIZES:
-        want = forward_peak(model, _ids(batch, seq_len))
-        got = inference_peak(spec, Workload(batch, seq_len, 4), "eager").bytes
-        assert abs(got - want) <= 0.15 * want, (batch, seq_len, got, want)
+        got, want = peak_pair(model, spec, Workload(batch, seq_len, 4), "eager")
+        assert within(got, want, 0.15), (batch, seq_len, got, want)
 
 
 def test_sdpa_is_planned_as_the_eager_attention_transformers_keeps(
@@ -90,36 +77,27 @@ def test_inference_peak_in_bfloat16(deberta: tuple[tf.PreTrainedModel, Spec]) ->
     """16-bit scores and hidden states; the mask, positions and indices keep their dtypes."""
     model, spec = deberta
     half = copy.deepcopy(model).to(torch.bfloat16).eval()
-    want = forward_peak(half, _ids(1, 256))
-    got = inference_peak(spec, Workload(1, 256, 2), "eager").bytes
-    assert abs(got - want) <= 0.15 * want, (got, want)
+    got, want = peak_pair(half, spec, Workload(1, 256, 2), "eager")
+    assert within(got, want, 0.15), (got, want)
 
 
 @pytest.mark.parametrize("recompute", ["none", "full"])
 def test_saved_activations(deberta: tuple[tf.PreTrainedModel, Spec], recompute: str) -> None:
     model, spec = deberta
     model.train()
-    if recompute == "full":
-        model.activation_checkpointing_enable(
-            activation_checkpointing_kwargs={"use_reentrant": False})
-    try:
+    with checkpointing(model, recompute == "full"):
         for batch, seq_len in SIZES:
-            ids = _ids(batch, seq_len)
-            want = saved_bytes(model, _hidden(model, ids), ids)
-            got = saved_activations(spec, Workload(batch, seq_len, 4), "eager", recompute).total
-            assert abs(got - want) <= 0.10 * want, (batch, seq_len, got, want)
-    finally:
-        model.activation_checkpointing_disable()
+            got, want = saved_pair(model, spec, Workload(batch, seq_len, 4), _hidden, "eager",
+                                   recompute)
+            assert within(got, want, 0.10), (batch, seq_len, got, want)
 
 
 def test_saved_activations_in_bfloat16(deberta: tuple[tf.PreTrainedModel, Spec]) -> None:
     """2-byte tensors; the float32 norm statistics tfcli counts (CUDA's) are 2-byte on CPU."""
     model, spec = deberta
     half = copy.deepcopy(model).to(torch.bfloat16).train()
-    ids = _ids(2, 64)
-    want = saved_bytes(half, _hidden(half, ids), ids)
-    got = saved_activations(spec, Workload(2, 64, 2), "eager").total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    got, want = saved_pair(half, spec, Workload(2, 64, 2), _hidden, "eager")
+    assert within(got, want, 0.10), (got, want)
 
 
 @pytest.mark.parametrize("recompute", ["none", "full"])
@@ -132,13 +110,10 @@ def test_saved_activations_with_dropout(deberta: tuple[tf.PreTrainedModel, Spec]
     for module in trained.modules():
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.1
-    if recompute == "full":
-        trained.activation_checkpointing_enable(
-            activation_checkpointing_kwargs={"use_reentrant": False})
-    ids = _ids(2, 64)
-    want = saved_bytes(trained, _hidden(trained, ids), ids)
-    got = saved_activations(spec, Workload(2, 64, 4), "eager", recompute, dropout=True).total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    with checkpointing(trained, recompute == "full"):
+        got, want = saved_pair(trained, spec, Workload(2, 64, 4), _hidden, "eager", recompute,
+                               dropout=True)
+    assert within(got, want, 0.10), (got, want)
 
 
 @pytest.mark.parametrize("change,word", [({"pooler": True}, "heads"),

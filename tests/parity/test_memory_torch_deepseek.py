@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import torch
 import transformers as tf
 
-from tests.parity.test_memory_torch import SIZES, VOCAB, _ids
-from tests.parity.torch_memory import forward_peak, saved_bytes
+from tests.parity.memory_cases import (SIZES, VOCAB, bfloat16_copy, checkpointing, lm_loss,
+                                       peak_pair, random_models, saved_pair, within)
+from tests.parity.memory_cases import ids as _ids
 from tfcli.analysis.activations import Workload, inference_peak
 from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
-from tfcli.analysis.saved_activations import saved_activations
-from tfcli.checkpoints import spec_from_config_dir
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
@@ -43,21 +41,7 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
     "v3-flash": lambda: tf.DeepseekV3ForCausalLM(tf.DeepseekV3Config(
         **(SMALL | {"qk_nope_head_dim": 8}), q_lora_rank=32, n_group=2, topk_group=1)),
 }
-
-
-@pytest.fixture(scope="module", params=list(MODELS))
-def deepseek(request: pytest.FixtureRequest,
-             tmp_path_factory: pytest.TempPathFactory) -> tuple[tf.PreTrainedModel, Spec]:
-    """(the random model, the spec tfcli reads from its saved config.json)."""
-    torch.manual_seed(0)
-    model = MODELS[request.param]()
-    path: Path = tmp_path_factory.mktemp(request.param)
-    model.save_pretrained(path)
-    return model, spec_from_config_dir(path)
-
-
-def _close(got: int, want: int, share: float) -> bool:
-    return abs(got - want) <= share * want
+deepseek = random_models(MODELS, "deepseek")
 
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
@@ -70,13 +54,9 @@ def test_inference_peak(deepseek: tuple[tf.PreTrainedModel, Spec], attention: st
         m.set_attn_implementation(attention)
         m.eval()
         for batch, seq_len in sizes:
-            want = forward_peak(m, _ids(batch, seq_len), use_cache=False)
-            got = inference_peak(spec, Workload(batch, seq_len, itemsize), attention).bytes
-            assert _close(got, want, 0.15), (itemsize, batch, seq_len, got, want)
-
-
-def _loss(model: tf.PreTrainedModel, ids: torch.Tensor) -> Callable[[], object]:
-    return lambda: model(input_ids=ids, labels=ids, use_cache=False).loss
+            got, want = peak_pair(m, spec, Workload(batch, seq_len, itemsize), attention,
+                                  use_cache=False)
+            assert within(got, want, 0.15), (itemsize, batch, seq_len, got, want)
 
 
 @pytest.mark.parametrize("attention,recompute", [("eager", "none"), ("sdpa", "none"),
@@ -86,17 +66,11 @@ def test_saved_activations(deepseek: tuple[tf.PreTrainedModel, Spec], attention:
     model, spec = deepseek
     model.set_attn_implementation(attention)
     model.train()
-    if recompute == "full":
-        model.activation_checkpointing_enable(
-            activation_checkpointing_kwargs={"use_reentrant": False})
-    try:
+    with checkpointing(model, recompute == "full"):
         for batch, seq_len in SIZES:
-            ids = _ids(batch, seq_len)
-            want = saved_bytes(model, _loss(model, ids), ids)
-            got = saved_activations(spec, Workload(batch, seq_len, 4), attention, recompute).total
-            assert _close(got, want, 0.10), (batch, seq_len, got, want)
-    finally:
-        model.activation_checkpointing_disable()
+            got, want = saved_pair(model, spec, Workload(batch, seq_len, 4), lm_loss, attention,
+                                   recompute)
+            assert within(got, want, 0.10), (batch, seq_len, got, want)
 
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
@@ -105,13 +79,9 @@ def test_saved_activations_in_bfloat16(deepseek: tuple[tf.PreTrainedModel, Spec]
     """RMSNorm's float32 copies of the latents, the router's float32 input and weight copies,
     eager's float32 softmax beside its cast, the sdpa math path's float32 q, k, v."""
     model, spec = deepseek
-    half = copy.deepcopy(model).to(torch.bfloat16)
-    half.set_attn_implementation(attention)
-    half.train()
-    ids = _ids(2, 64)
-    want = saved_bytes(half, _loss(half, ids), ids)
-    got = saved_activations(spec, Workload(2, 64, 2), attention).total
-    assert _close(got, want, 0.10), (got, want)
+    half = bfloat16_copy(model, attention).train()
+    got, want = saved_pair(half, spec, Workload(2, 64, 2), lm_loss, attention)
+    assert within(got, want, 0.10), (got, want)
 
 
 def test_kv_cache_is_the_latent(deepseek: tuple[tf.PreTrainedModel, Spec]) -> None:

@@ -9,19 +9,16 @@ One size, (2, 64), in CI."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import torch
 import transformers as tf
 
-from tests.parity.test_memory_torch import VOCAB, _ids
-from tests.parity.torch_memory import forward_peak, saved_bytes
-from tfcli.analysis.activations import Workload, inference_peak
+from tests.parity.memory_cases import (VOCAB, Run, bfloat16_copy, checkpointing, hidden_loss,
+                                       peak_pair, random_models, saved_pair, within)
+from tfcli.analysis.activations import Workload
 from tfcli.analysis.saved_activations import saved_activations
-from tfcli.checkpoints import spec_from_config_dir
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
@@ -42,27 +39,18 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
     "electra": lambda: tf.ElectraModel(tf.ElectraConfig(**BERT_SIZES, embedding_size=32)),
 }
 SIZE = (2, 64)
+encoder = random_models(MODELS, "encoder")
 
 
-@pytest.fixture(scope="module", params=list(MODELS))
-def encoder(request: pytest.FixtureRequest,
-            tmp_path_factory: pytest.TempPathFactory) -> tuple[tf.PreTrainedModel, Spec]:
-    """(the random model, the spec tfcli reads from its saved config.json)."""
-    torch.manual_seed(0)
-    model = MODELS[request.param]()
-    path: Path = tmp_path_factory.mktemp(request.param)
-    model.save_pretrained(path)
-    return model, spec_from_config_dir(path)
+def _pooled(model: tf.PreTrainedModel, ids: torch.Tensor) -> Callable[[], torch.Tensor]:
+    return lambda: model(input_ids=ids).pooler_output
 
 
-def _training_run(model: tf.PreTrainedModel, spec: Spec,
-                  ids: torch.Tensor) -> Callable[[], torch.Tensor]:
+def _training_run(spec: Spec) -> Run:
     """The pooler's output, or a loss on the last hidden state: whatever reads the model's
     output saves it, which the plan counts as the head's input (a bare model's output alone
     is saved by nothing)."""
-    if spec.pooler:
-        return lambda: model(input_ids=ids).pooler_output
-    return lambda: model(input_ids=ids).last_hidden_state.pow(2).mean()
+    return _pooled if spec.pooler else hidden_loss
 
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
@@ -71,21 +59,15 @@ def test_inference_peak(encoder: tuple[tf.PreTrainedModel, Spec], attention: str
     model.set_attn_implementation(attention)
     assert model.config._attn_implementation == attention  # none of them stays eager
     model.eval()
-    ids = _ids(*SIZE)
-    want = forward_peak(model, ids)
-    got = inference_peak(spec, Workload(*SIZE, 4), attention).bytes
-    assert abs(got - want) <= 0.15 * want, (got, want)
+    got, want = peak_pair(model, spec, Workload(*SIZE, 4), attention)
+    assert within(got, want, 0.15), (got, want)
 
 
 def test_inference_peak_in_bfloat16(encoder: tuple[tf.PreTrainedModel, Spec]) -> None:
     model, spec = encoder
-    half = copy.deepcopy(model).to(torch.bfloat16)
-    half.set_attn_implementation("sdpa")
-    half.eval()
-    ids = _ids(*SIZE)
-    want = forward_peak(half, ids)
-    got = inference_peak(spec, Workload(*SIZE, 2), "sdpa").bytes
-    assert abs(got - want) <= 0.15 * want, (got, want)
+    half = bfloat16_copy(model, "sdpa").eval()
+    got, want = peak_pair(half, spec, Workload(*SIZE, 2), "sdpa")
+    assert within(got, want, 0.15), (got, want)
 
 
 @pytest.mark.parametrize("attention,recompute", [("eager", "none"), ("sdpa", "none"),
@@ -99,24 +81,14 @@ def test_saved_activations(encoder: tuple[tf.PreTrainedModel, Spec], attention: 
         return
     model.set_attn_implementation(attention)
     model.train()
-    if recompute == "full":
-        model.activation_checkpointing_enable(
-            activation_checkpointing_kwargs={"use_reentrant": False})
-    try:
-        ids = _ids(*SIZE)
-        want = saved_bytes(model, _training_run(model, spec, ids), ids)
-        got = saved_activations(spec, Workload(*SIZE, 4), attention, recompute).total
-        assert abs(got - want) <= 0.10 * want, (got, want)
-    finally:
-        model.activation_checkpointing_disable()
+    with checkpointing(model, recompute == "full"):
+        got, want = saved_pair(model, spec, Workload(*SIZE, 4), _training_run(spec), attention,
+                               recompute)
+        assert within(got, want, 0.10), (got, want)
 
 
 def test_saved_activations_in_bfloat16(encoder: tuple[tf.PreTrainedModel, Spec]) -> None:
     model, spec = encoder
-    half = copy.deepcopy(model).to(torch.bfloat16)
-    half.set_attn_implementation("sdpa")
-    half.train()
-    ids = _ids(*SIZE)
-    want = saved_bytes(half, _training_run(half, spec, ids), ids)
-    got = saved_activations(spec, Workload(*SIZE, 2), "sdpa").total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    half = bfloat16_copy(model, "sdpa").train()
+    got, want = saved_pair(half, spec, Workload(*SIZE, 2), _training_run(spec), "sdpa")
+    assert within(got, want, 0.10), (got, want)

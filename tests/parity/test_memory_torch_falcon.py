@@ -20,11 +20,11 @@ import torch
 import transformers as tf
 
 from tests.cli.guarded import run_in_memory
-from tests.parity.test_memory_torch import SIZES, VOCAB, _fused, _ids
-from tests.parity.torch_memory import forward_peak, saved_bytes
+from tests.parity.memory_cases import (SIZES, VOCAB, checkpointing, ids, lm_loss, peak_pair,
+                                       saved_pair, saved_spec, within)
+from tests.parity.test_memory_torch import _fused
+from tests.parity.torch_memory import forward_peak
 from tfcli.analysis.activations import FUSED_MODULES, Workload, check_fused, inference_peak
-from tfcli.analysis.saved_activations import saved_activations
-from tfcli.checkpoints import spec_from_config_dir
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
@@ -49,13 +49,7 @@ def _model(layout: str, attention: str) -> tf.PreTrainedModel:
 def falcon(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Falcon:
     """(the spec tfcli reads from the saved config.json, the model per attention)."""
     models = {attention: _model(request.param, attention) for attention in ATTENTIONS}
-    path: Path = tmp_path_factory.mktemp("falcon")
-    models["sdpa"].save_pretrained(path)
-    return spec_from_config_dir(path), models
-
-
-def _run(model: tf.PreTrainedModel, ids: torch.Tensor) -> object:
-    return model(input_ids=ids, labels=ids, use_cache=False).loss
+    return saved_spec(models["sdpa"], tmp_path_factory.mktemp("falcon")), models
 
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
@@ -63,14 +57,13 @@ def test_inference_peak(falcon: Falcon, attention: str) -> None:
     spec, models = falcon
     model = models[attention].eval()
     for batch, seq_len in SIZES:
-        ids = _ids(batch, seq_len)
-        want = forward_peak(model, ids, use_cache=False)
-        got = inference_peak(spec, Workload(batch, seq_len, 4), attention, _fused(model)).bytes
-        assert abs(got - want) <= 0.15 * want, (batch, seq_len, got, want)
+        got, want = peak_pair(model, spec, Workload(batch, seq_len, 4), attention, _fused(model),
+                              use_cache=False)
+        assert within(got, want, 0.15), (batch, seq_len, got, want)
     half = copy.deepcopy(model).to(torch.bfloat16)  # multi-query sdpa: float32 math path
-    want = forward_peak(half, _ids(1, 256), use_cache=False)
-    got = inference_peak(spec, Workload(1, 256, 2), attention, _fused(model)).bytes
-    assert abs(got - want) <= 0.15 * want, (got, want)
+    got, want = peak_pair(half, spec, Workload(1, 256, 2), attention, _fused(model),
+                          use_cache=False)
+    assert within(got, want, 0.15), (got, want)
 
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
@@ -78,28 +71,20 @@ def test_inference_peak(falcon: Falcon, attention: str) -> None:
 def test_saved_activations(falcon: Falcon, attention: str, recompute: str) -> None:
     spec, models = falcon
     model = models[attention].train()
-    if recompute == "full":
-        model.activation_checkpointing_enable(
-            activation_checkpointing_kwargs={"use_reentrant": False})
-    try:
+    with checkpointing(model, recompute == "full"):
         for batch, seq_len in SIZES:
-            ids = _ids(batch, seq_len)
-            want = saved_bytes(model, lambda: _run(model, ids), ids)
-            got = saved_activations(spec, Workload(batch, seq_len, 4), attention, recompute,
-                                    fused=_fused(model)).total
-            assert abs(got - want) <= 0.10 * want, (batch, seq_len, got, want)
-    finally:
-        model.activation_checkpointing_disable()
+            got, want = saved_pair(model, spec, Workload(batch, seq_len, 4), lm_loss, attention,
+                                   recompute, fused=_fused(model))
+            assert within(got, want, 0.10), (batch, seq_len, got, want)
 
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_saved_activations_in_bfloat16(falcon: Falcon, attention: str) -> None:
     spec, models = falcon
     half = copy.deepcopy(models[attention]).to(torch.bfloat16).train()
-    ids = _ids(2, 64)
-    want = saved_bytes(half, lambda: _run(half, ids), ids)
-    got = saved_activations(spec, Workload(2, 64, 2), attention, fused=_fused(half)).total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    got, want = saved_pair(half, spec, Workload(2, 64, 2), lm_loss, attention,
+                           fused=_fused(half))
+    assert within(got, want, 0.10), (got, want)
 
 
 def test_memory_cli_plans_a_falcon_directory(tmp_path: Path) -> None:
@@ -113,8 +98,8 @@ def test_memory_cli_plans_a_falcon_directory(tmp_path: Path) -> None:
     plan = json.loads(out)
     assert plan["options"]["fused"] == ["falcon_qkv"]
     got = {p["name"]: p["bytes"] for p in plan["parts"]}["activations"]
-    want = forward_peak(model, _ids(1, 256), use_cache=False)
-    assert abs(got - want) <= 0.15 * want, (got, want)
+    want = forward_peak(model, ids(1, 256), use_cache=False)
+    assert within(got, want, 0.15), (got, want)
 
 
 def test_falcon_qkv_is_one_layout_of_a_falcon_shaped_spec(falcon: Falcon) -> None:

@@ -8,7 +8,6 @@ One size, (2, 64), in CI."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,11 +15,10 @@ import pytest
 import torch
 import transformers as tf
 
-from tests.parity.test_memory_torch import _ids
-from tests.parity.torch_memory import forward_peak, saved_bytes
+from tests.parity.memory_cases import (bfloat16_copy, checkpointing, hidden_loss, ids, peak_pair,
+                                       random_models, saved_pair, saved_spec, within)
 from tfcli.analysis.activations import Workload, inference_peak
 from tfcli.analysis.saved_activations import saved_activations
-from tfcli.checkpoints import spec_from_config_dir
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
@@ -40,21 +38,8 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
     "model": lambda: tf.ModernBertModel(_config()),
     "masked_lm": lambda: tf.ModernBertForMaskedLM(_config()),
 }
-
-
-@pytest.fixture(scope="module", params=list(MODELS))
-def modernbert(request: pytest.FixtureRequest,
-               tmp_path_factory: pytest.TempPathFactory) -> tuple[tf.PreTrainedModel, Spec]:
-    """(the random model, the spec tfcli reads from its saved config.json)."""
-    torch.manual_seed(0)
-    model = MODELS[request.param]()
-    path: Path = tmp_path_factory.mktemp(request.param)
-    model.save_pretrained(path)
-    return model, spec_from_config_dir(path)
-
-
-def _ids2048(batch: int, seq_len: int) -> torch.Tensor:
-    return _ids(batch, seq_len) * 10  # _ids draws below 200
+modernbert = random_models(MODELS, "modernbert")
+TOKENS = ids(*SIZE) * 10  # spread over the 2048 ids (ids draws below 200)
 
 
 def _training_run(model: tf.PreTrainedModel, ids: torch.Tensor) -> Callable[[], torch.Tensor]:
@@ -62,7 +47,7 @@ def _training_run(model: tf.PreTrainedModel, ids: torch.Tensor) -> Callable[[], 
     saves it: the plan's head input)."""
     if isinstance(model, tf.ModernBertForMaskedLM):
         return lambda: model(input_ids=ids, labels=ids).loss
-    return lambda: model(input_ids=ids).last_hidden_state.pow(2).mean()
+    return hidden_loss(model, ids)
 
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
@@ -71,9 +56,8 @@ def test_inference_peak(modernbert: tuple[tf.PreTrainedModel, Spec], attention: 
     model.set_attn_implementation(attention)
     assert model.config._attn_implementation == attention
     model.eval()
-    want = forward_peak(model, _ids2048(*SIZE))
-    got = inference_peak(spec, Workload(*SIZE, 4), attention).bytes
-    assert abs(got - want) <= 0.15 * want, (got, want)
+    got, want = peak_pair(model, spec, Workload(*SIZE, 4), attention, tokens=TOKENS)
+    assert within(got, want, 0.15), (got, want)
 
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
@@ -81,12 +65,9 @@ def test_inference_peak_in_bfloat16(modernbert: tuple[tf.PreTrainedModel, Spec],
                                     attention: str) -> None:
     """16 bits: RoPE in float32 (q and k copies), eager's float32 softmax."""
     model, spec = modernbert
-    half = copy.deepcopy(model).to(torch.bfloat16)
-    half.set_attn_implementation(attention)
-    half.eval()
-    want = forward_peak(half, _ids2048(*SIZE))
-    got = inference_peak(spec, Workload(*SIZE, 2), attention).bytes
-    assert abs(got - want) <= 0.15 * want, (got, want)
+    half = bfloat16_copy(model, attention).eval()
+    got, want = peak_pair(half, spec, Workload(*SIZE, 2), attention, tokens=TOKENS)
+    assert within(got, want, 0.15), (got, want)
 
 
 @pytest.mark.parametrize("attention,recompute", [("eager", "none"), ("sdpa", "none"),
@@ -96,34 +77,23 @@ def test_saved_activations(modernbert: tuple[tf.PreTrainedModel, Spec], attentio
     model, spec = modernbert
     model.set_attn_implementation(attention)
     model.train()
-    if recompute == "full":
-        model.activation_checkpointing_enable(
-            activation_checkpointing_kwargs={"use_reentrant": False})
-    try:
-        ids = _ids2048(*SIZE)
-        want = saved_bytes(model, _training_run(model, ids), ids)
-        got = saved_activations(spec, Workload(*SIZE, 4), attention, recompute).total
-        assert abs(got - want) <= 0.10 * want, (got, want)
-    finally:
-        model.activation_checkpointing_disable()
+    with checkpointing(model, recompute == "full"):
+        got, want = saved_pair(model, spec, Workload(*SIZE, 4), _training_run, attention,
+                               recompute, tokens=TOKENS)
+        assert within(got, want, 0.10), (got, want)
 
 
 def test_saved_activations_in_bfloat16(modernbert: tuple[tf.PreTrainedModel, Spec]) -> None:
     model, spec = modernbert
-    half = copy.deepcopy(model).to(torch.bfloat16)
-    half.set_attn_implementation("sdpa")
-    half.train()
-    ids = _ids2048(*SIZE)
-    want = saved_bytes(half, _training_run(half, ids), ids)
-    got = saved_activations(spec, Workload(*SIZE, 2), "sdpa").total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    half = bfloat16_copy(model, "sdpa").train()
+    got, want = saved_pair(half, spec, Workload(*SIZE, 2), _training_run, "sdpa", tokens=TOKENS)
+    assert within(got, want, 0.10), (got, want)
 
 
 def test_without_local_layers_is_refused_by_name(tmp_path: Path) -> None:
     """Every layer global: ModernBertModel still builds the local mask, of a window the spec
     no longer keeps."""
-    tf.ModernBertModel(_config(global_attn_every_n_layers=1)).save_pretrained(tmp_path)
-    spec = spec_from_config_dir(tmp_path)
+    spec = saved_spec(tf.ModernBertModel(_config(global_attn_every_n_layers=1)), tmp_path)
     for estimate in (lambda: inference_peak(spec, Workload(*SIZE, 4), "sdpa"),
                      lambda: saved_activations(spec, Workload(*SIZE, 4), "sdpa")):
         with pytest.raises(BadInputError, match="RoPE encoder without local layers"):

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import torch
 import transformers as tf
 
-from tests.parity.test_memory_torch import VOCAB, _ids
-from tests.parity.torch_memory import forward_peak, saved_bytes
-from tfcli.analysis.activations import Workload, inference_peak
-from tfcli.analysis.saved_activations import saved_activations
-from tfcli.checkpoints import spec_from_config_dir
+from tests.parity.memory_cases import (VOCAB, checkpointing, lm_loss, peak_pair, random_models,
+                                       saved_pair, within)
+from tfcli.analysis.activations import Workload
 from tfcli.spec import Spec
 
 SMALL = {"num_hidden_layers": 2, "vocab_size": VOCAB, "max_position_embeddings": 512,
@@ -43,17 +40,7 @@ MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
 }
 ATTENTIONS = ("eager", "sdpa")
 BATCH, SEQ_LEN = 2, 64
-
-
-@pytest.fixture(scope="module", params=list(MODELS))
-def family(request: pytest.FixtureRequest,
-           tmp_path_factory: pytest.TempPathFactory) -> tuple[tf.PreTrainedModel, Spec]:
-    """(the random model, the spec tfcli reads from its saved config.json)."""
-    torch.manual_seed(0)
-    model = MODELS[request.param]()
-    path: Path = tmp_path_factory.mktemp(request.param)
-    model.save_pretrained(path)
-    return model, spec_from_config_dir(path)
+family = random_models(MODELS, "family")
 
 
 def _as(model: tf.PreTrainedModel, attention: str) -> tf.PreTrainedModel:
@@ -62,19 +49,14 @@ def _as(model: tf.PreTrainedModel, attention: str) -> tf.PreTrainedModel:
     return model
 
 
-def _run(model: tf.PreTrainedModel, ids: torch.Tensor) -> Callable[[], object]:
-    return lambda: model(input_ids=ids, labels=ids, use_cache=False).loss
-
-
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_inference_peak(family: tuple[tf.PreTrainedModel, Spec], attention: str) -> None:
     model, spec = family
-    ids = _ids(BATCH, SEQ_LEN)
     for dtype, itemsize in ((torch.float32, 4), (torch.bfloat16, 2)):
         run = _as(copy.deepcopy(model).to(dtype) if itemsize < 4 else model, attention).eval()
-        want = forward_peak(run, ids, use_cache=False)
-        got = inference_peak(spec, Workload(BATCH, SEQ_LEN, itemsize), attention).bytes
-        assert abs(got - want) <= 0.15 * want, (dtype, got, want)
+        got, want = peak_pair(run, spec, Workload(BATCH, SEQ_LEN, itemsize), attention,
+                              use_cache=False)
+        assert within(got, want, 0.15), (dtype, got, want)
 
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
@@ -83,16 +65,10 @@ def test_saved_activations(family: tuple[tf.PreTrainedModel, Spec], attention: s
                            recompute: str) -> None:
     model, spec = family
     model = _as(model, attention).train()
-    if recompute == "full":
-        model.activation_checkpointing_enable(
-            activation_checkpointing_kwargs={"use_reentrant": False})
-    try:
-        ids = _ids(BATCH, SEQ_LEN)
-        want = saved_bytes(model, _run(model, ids), ids)
-        got = saved_activations(spec, Workload(BATCH, SEQ_LEN, 4), attention, recompute).total
-        assert abs(got - want) <= 0.10 * want, (got, want)
-    finally:
-        model.activation_checkpointing_disable()
+    with checkpointing(model, recompute == "full"):
+        got, want = saved_pair(model, spec, Workload(BATCH, SEQ_LEN, 4), lm_loss, attention,
+                               recompute)
+        assert within(got, want, 0.10), (got, want)
 
 
 @pytest.mark.parametrize("attention", ATTENTIONS)
@@ -101,7 +77,5 @@ def test_saved_activations_in_bfloat16(family: tuple[tf.PreTrainedModel, Spec],
     """OLMo 2's RMS norms save float32 normed values; GPT-J's eager q and k float32 copies."""
     model, spec = family
     half = _as(copy.deepcopy(model).to(torch.bfloat16), attention).train()
-    ids = _ids(BATCH, SEQ_LEN)
-    want = saved_bytes(half, _run(half, ids), ids)
-    got = saved_activations(spec, Workload(BATCH, SEQ_LEN, 2), attention).total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    got, want = saved_pair(half, spec, Workload(BATCH, SEQ_LEN, 2), lm_loss, attention)
+    assert within(got, want, 0.10), (got, want)

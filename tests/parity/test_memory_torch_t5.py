@@ -15,11 +15,11 @@ import pytest
 import torch
 import transformers as tf
 
-from tests.parity.test_memory_torch import SIZES, VOCAB, _ids
-from tests.parity.torch_memory import forward_peak, saved_bytes
+from tests.parity.memory_cases import (SIZES, VOCAB, checkpointing, hidden_loss, ids, lm_loss,
+                                       peak_pair, random_model, within)
+from tests.parity.torch_memory import saved_bytes
 from tfcli.analysis.activations import Workload, inference_peak
 from tfcli.analysis.saved_activations import saved_activations
-from tfcli.checkpoints import spec_from_config_dir
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
@@ -39,10 +39,7 @@ Family = tuple[str, tf.PreTrainedModel, Spec]
 
 
 def _saved(name: str, make: Callable[[], tf.PreTrainedModel], path: Path) -> Family:
-    torch.manual_seed(0)
-    model = make()
-    model.save_pretrained(path)
-    return name, model, spec_from_config_dir(path)
+    return name, *random_model(make, path)
 
 
 @pytest.fixture(scope="module", params=list(MODELS))
@@ -54,16 +51,14 @@ def family(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def _run(name: str, model: tf.PreTrainedModel, ids: torch.Tensor) -> Callable[[], object]:
     """A training forward: the LM loss, or for the encoder a loss that reads every hidden
     state (its output is saved, as a head's input would be)."""
-    if name == "t5_encoder":
-        return lambda: model(input_ids=ids).last_hidden_state.pow(2).mean()
-    return lambda: model(input_ids=ids, labels=ids, use_cache=False).loss
+    return (hidden_loss if name == "t5_encoder" else lm_loss)(model, ids)
 
 
 def _ratio(family: Family, work: Workload, attention: str, recompute: str = "none",
            dropout: bool = False) -> float:
     name, model, spec = family
-    ids = _ids(work.batch, work.seq_len)
-    want = saved_bytes(model, _run(name, model, ids), ids)
+    tokens = ids(work.batch, work.seq_len)
+    want = saved_bytes(model, _run(name, model, tokens), tokens)
     return saved_activations(spec, work, attention, recompute, dropout=dropout).total / want
 
 
@@ -74,15 +69,10 @@ def test_saved_activations(family: Family, attention: str, recompute: str) -> No
     _, model, _ = family
     model.set_attn_implementation(attention)
     model.train()
-    if recompute == "full":
-        model.activation_checkpointing_enable(
-            activation_checkpointing_kwargs={"use_reentrant": False})
-    try:
+    with checkpointing(model, recompute == "full"):
         for batch, seq_len in SIZES:
             ratio = _ratio(family, Workload(batch, seq_len, 4), attention, recompute)
             assert abs(ratio - 1) <= 0.10, (batch, seq_len, ratio)
-    finally:
-        model.activation_checkpointing_disable()
 
 
 @pytest.mark.parametrize("attention", ["eager", "sdpa"])
@@ -120,10 +110,8 @@ def test_encoder_inference_peak(encoder: Family, attention: str) -> None:
     model.set_attn_implementation(attention)
     model.eval()
     for batch, seq_len in SIZES:
-        ids = _ids(batch, seq_len)
-        want = forward_peak(model, ids)
-        got = inference_peak(spec, Workload(batch, seq_len, 4), attention).bytes
-        assert abs(got - want) <= 0.15 * want, (batch, seq_len, got, want)
+        got, want = peak_pair(model, spec, Workload(batch, seq_len, 4), attention)
+        assert within(got, want, 0.15), (batch, seq_len, got, want)
 
 
 def test_refusals(encoder: Family, tmp_path: Path) -> None:

@@ -16,13 +16,14 @@ import pytest
 import torch
 import transformers as tf
 
-from tests.parity.test_memory_torch import VOCAB, _ids, _with_lora
-from tests.parity.torch_memory import forward_peak, saved_bytes
+from tests.parity.memory_cases import (VOCAB, checkpointing, ids, lm_loss, peak_pair,
+                                       random_model, saved_pair, within)
+from tests.parity.test_memory_torch import _with_lora
+from tests.parity.torch_memory import saved_bytes
 from tfcli.analysis.activations import Workload, inference_peak
 from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
 from tfcli.analysis.saved_activations import saved_activations
 from tfcli.analysis.saved_lora import lora_saved_activations
-from tfcli.checkpoints import spec_from_config_dir
 from tfcli.spec import Spec
 
 BASE = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
@@ -54,11 +55,7 @@ def family(request: pytest.FixtureRequest,
     again for each parametrize list naming it (indirect), so the models are kept here."""
     name = request.param
     if name not in BUILT:
-        torch.manual_seed(0)
-        model = MODELS[name]()
-        path: Path = tmp_path_factory.mktemp(name)
-        model.save_pretrained(path)
-        BUILT[name] = name, model, spec_from_config_dir(path)
+        BUILT[name] = name, *random_model(MODELS[name], tmp_path_factory.mktemp(name))
     return BUILT[name]
 
 
@@ -77,10 +74,8 @@ def test_inference_peak(family: tuple[str, tf.PreTrainedModel, Spec], attention:
     _, model, spec = family
     _run_as(model, attention)
     model.eval()
-    ids = _ids(1, 256)
-    want = forward_peak(model, ids, use_cache=False)
-    got = inference_peak(spec, Workload(1, 256, 4), attention).bytes
-    assert abs(got - want) <= 0.15 * want, (got, want)
+    got, want = peak_pair(model, spec, Workload(1, 256, 4), attention, use_cache=False)
+    assert within(got, want, 0.15), (got, want)
 
 
 @pytest.mark.parametrize("family,attention,recompute", TRAINING, indirect=["family"])
@@ -89,16 +84,9 @@ def test_saved_activations(family: tuple[str, tf.PreTrainedModel, Spec], attenti
     _, model, spec = family
     _run_as(model, attention)
     model.train()
-    if recompute == "full":
-        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
-    try:
-        ids = _ids(2, 64)
-        want = saved_bytes(model, lambda: model(input_ids=ids, labels=ids, use_cache=False).loss,
-                           ids)
-        got = saved_activations(spec, Workload(2, 64, 4), attention, recompute).total
-        assert abs(got - want) <= 0.10 * want, (got, want)
-    finally:
-        model.activation_checkpointing_disable()
+    with checkpointing(model, recompute == "full"):
+        got, want = saved_pair(model, spec, Workload(2, 64, 4), lm_loss, attention, recompute)
+        assert within(got, want, 0.10), (got, want)
 
 
 @pytest.mark.parametrize("family,attention", HALF, indirect=["family"])
@@ -110,10 +98,8 @@ def test_saved_activations_in_bfloat16(family: tuple[str, tf.PreTrainedModel, Sp
     half = copy.deepcopy(model).to(torch.bfloat16)
     _run_as(half, attention)
     half.train()
-    ids = _ids(2, 64)
-    want = saved_bytes(half, lambda: half(input_ids=ids, labels=ids, use_cache=False).loss, ids)
-    got = saved_activations(spec, Workload(2, 64, 2), attention).total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    got, want = saved_pair(half, spec, Workload(2, 64, 2), lm_loss, attention)
+    assert within(got, want, 0.10), (got, want)
 
 
 @pytest.mark.parametrize("family", ["gemma2"], indirect=True)
@@ -129,14 +115,11 @@ def test_gemma2_sdpa_planned_as_eager(family: tuple[str, tf.PreTrainedModel, Spe
 def test_lora_saved_activations_with_a_window(tmp_path: Path) -> None:
     """LoRA on q, v (Mistral's modules are Llama's): the masked sdpa layers' float mask copies
     and repeated K / V (0.87 without them)."""
-    torch.manual_seed(0)
-    model = MODELS["mistral"]()
-    model.save_pretrained(tmp_path)
-    spec = spec_from_config_dir(tmp_path)
+    model, spec = random_model(MODELS["mistral"], tmp_path)
     _with_lora("llama", model, ("q", "v"))
     model.set_attn_implementation("sdpa")
     model.train()
-    ids = _ids(2, 64)
-    want = saved_bytes(model, lambda: model(input_ids=ids, labels=ids, use_cache=False).loss, ids)
+    tokens = ids(2, 64)
+    want = saved_bytes(model, lm_loss(model, tokens), tokens)
     got = lora_saved_activations(spec, Workload(2, 64, 4), "sdpa", ("q", "v"), 8).total
-    assert abs(got - want) <= 0.10 * want, (got, want)
+    assert within(got, want, 0.10), (got, want)
