@@ -10,7 +10,8 @@ Two views, each over `--steps` cached decode steps after a 16-token prompt, `--r
 2. Inside a step (two threads forced): the wall time spent in the weight-streaming products
    (engine.parallel.linear), attention over the cache (attention.attend, its two small
    products included), the norms, GELU, sampling, and the rest (Python between them, the cache
-   update, embedding), per step.
+   update, embedding), per step; then the same products alone, back to back (what the
+   products column would be with nothing between them).
 
     python benchmarks/decode_profile.py              # 64 steps, 4 runs
     python benchmarks/decode_profile.py --steps 128 --repeats 3 --json
@@ -33,7 +34,8 @@ import tfcli.engine.generate as generate_module
 import tfcli.engine.model as model_module
 import tfcli.engine.ops as ops_module
 import tfcli.engine.parallel as parallel_module
-from _common import emit, gpt2_pair, load_average, machine_facts, median, table
+from _common import (emit, gpt2_pair, labelled_gemms, load_average, machine_facts, median,
+                     run_gemms, seconds, table)
 from tfcli.engine.generate import GenerationRequest, generate
 
 PROMPT = list(range(1, 17))
@@ -132,6 +134,16 @@ def parts_view(spec: Any, weights: Any, steps: int, repeats: int) -> list[dict[s
     return runs
 
 
+def gemvs_view(spec: Any, weights: Any, repeats: int) -> list[float]:
+    """ms of one step's matrix-vector products alone, back to back on OpenBLAS's threads (one
+    per core), `repeats` times: what the "linear" column of a step would be with nothing between
+    the products (generate.py's step_gemvs_s takes the best of these)."""
+    pairs = [(a, b) for kind, a, b in labelled_gemms(spec, weights, 1)
+             if kind not in ("scores", "mix")]
+    run_gemms(pairs)  # warm-up
+    return [seconds(lambda: run_gemms(pairs)) * 1e3 for _ in range(repeats)]
+
+
 def report(results: dict[str, Any]) -> None:
     print(f"GPT-2 small, greedy decode, batch 1, float32, {results['steps']} steps; load "
           f"{results['load_start']} -> {results['load_end']}")
@@ -146,6 +158,9 @@ def report(results: dict[str, Any]) -> None:
             + [f"{run['step'] - sum(run.get(k, 0.0) for k in labels[1:]):.2f}"] for run in parts]
     print("inside a step, two BLAS threads forced, ms per step:")
     print(table(labels + ["rest"], rows))
+    gemvs = results["gemvs_ms"]
+    print(f"\nthe same products alone, back to back on {results['machine']['cpus']} BLAS "
+          f"threads, ms: {' '.join(f'{t:.2f}' for t in gemvs)} (median {median(gemvs):.2f})")
 
 
 def main() -> None:
@@ -159,7 +174,8 @@ def main() -> None:
     step_times(spec, weights, 4)  # warm-up
     results = {"machine": machine_facts(), "steps": args.steps, "load_start": start,
                "threads": threads_view(spec, weights, args.steps, args.repeats),
-               "parts": parts_view(spec, weights, args.steps, args.repeats)}
+               "parts": parts_view(spec, weights, args.steps, args.repeats),
+               "gemvs_ms": gemvs_view(spec, weights, 3 * args.repeats)}
     results["load_end"] = load_average()
     emit(results, args.json, report)
 
