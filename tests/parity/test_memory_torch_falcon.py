@@ -25,6 +25,7 @@ from tests.parity.memory_cases import (SIZES, VOCAB, checkpointing, ids, lm_loss
 from tests.parity.test_memory_torch import _fused
 from tests.parity.torch_memory import forward_peak
 from tfcli.analysis.activations import FUSED_MODULES, Workload, check_fused, inference_peak
+from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
 from tfcli.errors import BadInputError
 from tfcli.spec import Spec
 
@@ -85,6 +86,25 @@ def test_saved_activations_in_bfloat16(falcon: Falcon, attention: str) -> None:
     got, want = saved_pair(half, spec, Workload(2, 64, 2), lm_loss, attention,
                            fused=_fused(half))
     assert within(got, want, 0.10), (got, want)
+
+
+def _cache_bytes(model: tf.PreTrainedModel, batch: int, seq_len: int) -> int:
+    """Bytes of the K and V tensors transformers' cache holds after one forward."""
+    with torch.no_grad():
+        cache = model(ids(batch, seq_len), use_cache=True).past_key_values
+    return sum(t.numel() * t.element_size() for layer in cache.layers
+               for t in (layer.keys, layer.values))
+
+
+def test_kv_cache_is_what_transformers_caches(falcon: Falcon) -> None:
+    """Falcon-40B's layout caches K/V repeated to every query head (4 here, for 2 key/value
+    heads); Falcon-7B's its one head, the per-head layout all: the plan's KV cache to the byte."""
+    spec, models = falcon
+    model = models["sdpa"].eval()
+    options = MemoryOptions(batch=2, seq_len=16, dtype="float32", fused=_fused(model))
+    plan = build_memory_plan(spec, options)
+    kv = next(part for part in plan.parts if part.name == "KV cache")
+    assert kv.bytes == _cache_bytes(model, 2, 16)
 
 
 def test_memory_cli_plans_a_falcon_directory(tmp_path: Path) -> None:

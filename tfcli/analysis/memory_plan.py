@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from tfcli.analysis.activations import ATTENTION_KINDS, Workload, inference_peak
+from tfcli.analysis.falcon_memory import FALCON_QKV, new_architecture
 from tfcli.analysis.saved_activations import RECOMPUTE, SavedActivations, saved_activations
 from tfcli.analysis.saved_lora import lora_saved_activations
 from tfcli.dtypes import DTYPE_BYTES, MEMORY_DTYPES
@@ -173,11 +174,21 @@ def _inference_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryP
                 "16-bit") if o.dtype in QUANTISED else o.dtype
         weights = MemoryPart("weights", weight_bytes(spec, o.dtype, o.group_size), note)
     kv = kv_cache_bytes(spec, seq_len, o.batch, kv_dtype) if spec.family != "encoder" else 0
+    kv = kv * _cached_kv_heads(spec, o) // spec.kv_heads
     peak = inference_peak(spec, Workload(o.batch, seq_len, itemsize, o.workers), o.attention,
                           frozenset(o.fused))
     return [weights, MemoryPart("KV cache", kv, f"{kv_dtype}, {seq_len} tokens"),
             MemoryPart("activations", peak.bytes,
                        f"largest live set of one forward ({o.attention}): {peak.phase}")]
+
+
+def _cached_kv_heads(spec: Spec, o: MemoryOptions) -> int:
+    """Key/value heads the KV cache holds: the spec's, but for transformers' Falcon module with
+    new_decoder_architecture, which caches k and v already repeated to every query head
+    (measured on FalconForCausalLM: (B, H, T, dh) keys with 2 key/value heads of 4)."""
+    if FALCON_QKV in o.fused and o.attention != "engine" and new_architecture(spec):
+        return spec.n_heads
+    return spec.kv_heads
 
 
 # --- training -------------------------------------------------------------------------------
@@ -305,6 +316,9 @@ def _notes(spec: Spec, o: MemoryOptions) -> tuple[str, ...]:
     else:
         notes.append("activations: the largest live set, not a sum of op outputs; buffers "
                      "freed when the code drops its last reference (docs/memory.md)")
+    if not o.train and _cached_kv_heads(spec, o) != spec.kv_heads:
+        notes.append(f"KV cache: transformers' Falcon (new_decoder_architecture) caches K/V "
+                     f"repeated to all {spec.n_heads} query heads, not {spec.kv_heads}")
     if spec.latent_attention and not o.train:
         notes.append("KV cache: MLA's latent and shared RoPE key per layer-token, as tfcli's "
                      "engine and transformers 5 cache them")
