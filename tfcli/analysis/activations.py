@@ -93,17 +93,6 @@ def check_modelled(spec: Spec) -> None:
                             "and encoder stacks are)")
 
 
-def stacks(spec: Spec) -> tuple[Spec, Spec]:
-    """An encoder-decoder (BART) as its two stacks: an encoder without a head (its output is
-    what the decoder's cross-attention reads) and a decoder with the head, each its own
-    layer count; cross-attention is added by the callers."""
-    base = {"n_encoder_layers": None, "n_decoder_layers": None}
-    encoder = spec.model_copy(update=base | {"family": "encoder", "n_layers": spec.encoder_layers,
-                                             "lm_head": False, "pooler": False})
-    decoder = spec.model_copy(update=base | {"family": "decoder", "n_layers": spec.decoder_layers})
-    return encoder, decoder
-
-
 def _activation(spec: Spec) -> str:
     return GATE_OF.get(spec.activation, spec.activation)
 
@@ -152,7 +141,7 @@ def _engine_ffn(spec: Spec, work: Workload) -> float:
     return workers * rows * d + workers * rows * width * slices
 
 
-def _qkv(spec: Spec, tokens: int) -> float:
+def qkv_elements(spec: Spec, tokens: int) -> float:
     return tokens * (spec.n_heads + 2 * spec.kv_heads) * spec.head_dim
 
 
@@ -172,7 +161,7 @@ def _engine_phases(spec: Spec, work: Workload) -> list[tuple[str, float]]:
     x_in = n * d if s.n_layers > 1 else 0  # block 0's input is the embedding itself
     pre = s.norm != "none" and s.norm_placement != "post"
     h = n * d if pre else 0  # pre-norm: the normed input beside the residual
-    qkv = _qkv(s, n) + _rope_copies(s, n)
+    qkv = qkv_elements(s, n) + _rope_copies(s, n)
     attn_out = n * s.n_heads * s.head_dim
     phases = [
         ("attention norm", embed + x_in + h + _norm_scratch(work, d)),
@@ -206,7 +195,7 @@ def fused_qkv_extra(spec: Spec, tokens: int, fused: frozenset[str]) -> float:
     return tokens * (spec.n_heads + spec.kv_heads) * spec.head_dim
 
 
-def _hf_phases(spec: Spec, work: Workload, eager: bool,
+def hf_phases(spec: Spec, work: Workload, eager: bool,
                fused: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
     """Live elements per phase of a transformers forward (no_grad, use_cache=False): the model
     keeps inputs_embeds (and GPT-2's position embeddings) referenced to the end, the layer loop
@@ -239,7 +228,7 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool,
         # T5 v1.1 / mT5's gated-gelu: gelu_new's formula (4 at once) on the gate, the up
         # projection not made yet (measured on T5EncoderModel)
         mlp = n * s.d_ff * HF_ACTIVATION_TENSORS["gelu_tanh"]
-    qkv = _qkv(s, n) + fused_qkv_extra(s, n, fused)
+    qkv = qkv_elements(s, n) + fused_qkv_extra(s, n, fused)
     phases = [
         ("attention scores", held + x_in + h + qkv + repeat + core),
         ("attention output", held + x_in + h + qkv + probs + 2 * n * d),
@@ -270,67 +259,6 @@ def _hf_phases(spec: Spec, work: Workload, eager: bool,
     return phases + _head_phases(s, work, held + n * d)
 
 
-def _relative_bias(spec: Spec, work: Workload, eager: bool, decoder: bool) -> tuple[float, float]:
-    """T5's relative position bias as a stack holds it: (held through every phase, more in the
-    attention phase). Each stack computes a (1, H, T, S) bias in its first block and passes it
-    on (a decoder also the cross-attention's zero bias); sdpa gets it as a float mask, so its
-    attention makes the masked copy (decoder: where(causal) and its contiguous copy beside the
-    (T, S) boolean causal mask; encoder: a contiguous copy). The decoder's where() and
-    boolean mask are freed before sdpa's (N, H x dh) output, which the phase already counts,
-    exists: the larger of the two moments. Measured on T5ForConditionalGeneration."""
-    if spec.positions != "relative":
-        return 0, 0
-    bias = spec.n_heads * work.seq_len * work.seq_len
-    if not decoder:
-        return bias, 0 if eager else bias
-    out = work.tokens * spec.n_heads * spec.head_dim
-    masking = 2 * bias + work.seq_len ** 2 / work.itemsize  # where, its copy, the causal mask
-    return 2 * bias, 0 if eager else max(masking - out, bias)
-
-
-def _bucket_phase(spec: Spec, work: Workload, eager: bool, decoder: bool,
-                  beside: float) -> list[tuple[str, float]]:
-    """T5's compute_bias in a stack's first block, beside the embedding, the normed input and
-    q, k, v (and `beside`): _relative_position_bucket's int64 (T, S) temporaries, 6 and a
-    boolean one at once bidirectional (encoder), 5 and one causal (decoder), or after it the
-    relative positions and buckets beside the (T, S, H) embedded bias; plus two int64 aranges
-    (measured on T5ForConditionalGeneration and T5EncoderModel: 49 and 41 bytes a score)."""
-    if spec.positions != "relative":
-        return []
-    n, d, t = work.tokens, spec.d_model, work.seq_len
-    per_score = max(5 * 8 + 1 if decoder else 6 * 8 + 1, 16 + spec.n_heads * work.itemsize)
-    held = 2 * n * d + _qkv(spec, n) + beside + (work.batch * t * t if eager and decoder else 0)
-    return [("relative bias buckets", held + (per_score * t * t + 16 * t) / work.itemsize)]
-
-
-def _seq2seq_phases(spec: Spec, work: Workload, eager: bool,
-                    fused: frozenset[str]) -> list[tuple[str, float]]:
-    """An encoder-decoder (BART, T5): the encoder's phases, then the decoder's with the
-    encoder's output (N, d) held beside them, and each decoder block's cross-attention: q over
-    the targets, k and v over the sources (S = T: one --seq-len), the scores and softmax
-    (eager) or sdpa's output, beside the self-attention's returned probabilities (eager)."""
-    encoder, decoder = stacks(spec)
-    n, d, t = work.tokens, spec.d_model, work.seq_len
-    phases: list[tuple[str, float]] = []
-    for stack, name, beside in ((encoder, "encoder", 0), (decoder, "decoder", n * d)):
-        held, attention = _relative_bias(spec, work, eager, stack is decoder)
-        phases += [(f"{name} {phase}",
-                    e + beside + held + (attention if phase == "attention scores" else 0))
-                   for phase, e in _hf_phases(stack, work, eager, fused)]
-        phases += [(f"{name} {phase}", e)
-                   for phase, e in _bucket_phase(spec, work, eager, stack is decoder, beside)]
-    held = n * d + (work.batch * t * t if eager else 0)  # embeds, mask
-    held += t * d if spec.positions == "learned" else 0
-    held += _relative_bias(spec, work, eager, True)[0]
-    # pre-norm (T5): the normed input and one more (N, d) the block holds (measured)
-    x_in = n * d if decoder.n_layers > 1 else 0
-    x_in += 2 * n * d if spec.norm_placement != "post" else 0
-    probs = work.batch * spec.n_heads * t * t if eager else 0
-    core = 2 * probs if eager else n * spec.n_heads * spec.head_dim
-    phases.append(("decoder cross-attention", held + n * d + x_in + probs + _qkv(spec, n) + core))
-    return phases
-
-
 def moe_live(spec: Spec, work: Workload) -> float:
     """transformers' experts (grouped_mm over every routed slot at once: N x k slots): each
     slot's gathered input, gate/up product, activation and gated product, plus the router's
@@ -342,6 +270,23 @@ def moe_live(spec: Spec, work: Workload) -> float:
     # after the down projection: the gathered input, the output, its weighted and its
     # unsorted copy (4 d a slot; more than d + 4 F_e when d > 4 F_e / 3, as in DeepSeek-V3)
     return slots * max(s.d_model + 4 * s.expert_width, 4 * s.d_model) + routing
+
+
+# what of a spec the engine's live set does not model yet, named in its refusal
+ENGINE_UNMODELLED: tuple[tuple[str, object], ...] = (
+    ("latent-attention (MLA) live set", lambda s: s.latent_attention),
+    ("mixture-of-experts live set", lambda s: s.n_experts),
+    ("encoder-decoder live set", lambda s: s.family == "encoder-decoder"),
+    ("live set with a relative position bias", lambda s: s.positions == "relative"),
+)
+
+
+def check_engine_modelled(spec: Spec) -> None:
+    """BadInputError for the variants whose engine live set (tfcli's own) is not modelled."""
+    for what, applies in ENGINE_UNMODELLED:
+        if applies(spec):  # type: ignore[operator]
+            raise BadInputError(f"{spec.name}: the engine's {what} is not modelled yet: use "
+                                "--attention sdpa or eager (transformers')")
 
 
 def check_fused(fused: frozenset[str]) -> None:
@@ -374,18 +319,8 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
     if attention not in ATTENTION_KINDS:
         raise BadInputError(f"unknown attention implementation '{attention}': use one of "
                             f"{', '.join(ATTENTION_KINDS)}")
-    if attention == "engine" and spec.latent_attention:
-        raise BadInputError(f"{spec.name}: the engine's latent-attention (MLA) live set is not "
-                            "modelled yet: use --attention sdpa or eager (transformers')")
-    if attention == "engine" and spec.n_experts:
-        raise BadInputError(f"{spec.name}: the engine's mixture-of-experts live set is not "
-                            "modelled yet: use --attention sdpa or eager (transformers')")
-    if attention == "engine" and spec.family == "encoder-decoder":
-        raise BadInputError(f"{spec.name}: the engine's encoder-decoder live set is not "
-                            "modelled yet: use --attention sdpa or eager (transformers')")
-    if attention == "engine" and spec.positions == "relative":
-        raise BadInputError(f"{spec.name}: the engine's live set with a relative position bias "
-                            "is not modelled yet: use --attention sdpa or eager (transformers')")
+    if attention == "engine":
+        check_engine_modelled(spec)
     if spec.relative_bias_per_layer and spec.positions == "relative":
         # UMT5: every block makes and frees its own biases (T5's shared ones taken for them
         # measured 1.09-1.30 of UMT5ForConditionalGeneration's live set)
@@ -399,11 +334,13 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
     elif attention == "engine":
         raw = _engine_phases(spec, work)
     elif spec.family == "encoder-decoder":
-        raw = _seq2seq_phases(spec, work, attention == "eager", fused)
-    elif spec.family == "encoder" and spec.positions == "rope":  # ModernBertModel's layout
-        from tfcli.analysis.modernbert_memory import hf_phases  # (it builds on this module)
+        from tfcli.analysis.seq2seq_memory import seq2seq_phases  # (it builds on this module)
 
-        raw = hf_phases(spec, work, attention == "eager")
+        raw = seq2seq_phases(spec, work, attention == "eager", fused)
+    elif spec.family == "encoder" and spec.positions == "rope":  # ModernBertModel's layout
+        from tfcli.analysis import modernbert_memory  # (it builds on this module)
+
+        raw = modernbert_memory.hf_phases(spec, work, attention == "eager")
     elif "falcon_qkv" in fused:  # Falcon's own attention module (falcon_memory builds on this one)
         from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_phases
 
@@ -414,11 +351,13 @@ def inference_peak(spec: Spec, work: Workload, attention: str = "engine",
 
         attention = window_memory.softcapped_as_eager(spec, attention)  # Gemma 2: no sdpa
         raw = window_memory.adjust_phases(spec, work, attention == "eager",
-                                          _hf_phases(spec, work, attention == "eager", fused))
+                                          hf_phases(spec, work, attention == "eager", fused))
         if spec.positions == "relative":  # T5EncoderModel: the bias its stack holds
-            held, more = _relative_bias(spec, work, attention == "eager", decoder=False)
+            from tfcli.analysis.seq2seq_memory import bucket_phase, relative_bias
+
+            held, more = relative_bias(spec, work, attention == "eager", decoder=False)
             raw = [(name, e + held + (more if name == "attention scores" else 0))
-                   for name, e in raw] + _bucket_phase(spec, work, attention == "eager", False, 0)
+                   for name, e in raw] + bucket_phase(spec, work, attention == "eager", False, 0)
     phases = tuple((name, int(round(elements * work.itemsize))) for name, elements in raw)
     name, peak = max(phases, key=lambda p: p[1])
     return ActivationPeak(peak, name, phases)

@@ -1,5 +1,5 @@
 """Falcon's own modules in the memory planner: transformers' FalconForCausalLM (FalconModel,
-FalconAttention), which share nothing with the Llama-style layers activations._hf_phases walks.
+FalconAttention), which share nothing with the Llama-style layers activations.hf_phases walks.
 
 What differs, as measured op by op (tests/parity/test_memory_torch_falcon.py):
 - the model always materialises the causal mask (create_causal_mask(allow_is_causal_skip=False)):

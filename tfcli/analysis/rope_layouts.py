@@ -99,7 +99,7 @@ def _olmo2_rope_phase(spec: Spec, work: Workload, eager: bool) -> tuple[str, flo
 
 def adjust_phases(spec: Spec, work: Workload, eager: bool, fused: frozenset[str],
                   phases: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """activations._hf_phases' phases with what these modules hold more."""
+    """activations.hf_phases' phases with what these modules hold more."""
     n, d = work.tokens, spec.d_model
     attention = partial_rope_kept(spec, n, fused)
     # sdpa's (B, H, T, dh) output and its transposed copy at once

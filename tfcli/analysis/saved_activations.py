@@ -21,13 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tfcli.analysis.activations import (GATE_OF, Workload, check_fused, check_modelled,
-                                       fused_qkv_extra, stacks)
+                                       fused_qkv_extra)
 from tfcli.analysis.falcon_memory import check_falcon_shaped, falcon_attention_saved
 from tfcli.analysis import modernbert_memory
 from tfcli.analysis.latent_memory import (deepseek_moe, deepseek_moe_saved,
                                           latent_attention_saved)
 from tfcli.analysis.rope_layouts import (gptj_attention, gptj_saved, normed_itemsize,
                                          sdpa_output_copied)
+from tfcli.analysis.seq2seq_memory import stacks
 from tfcli.analysis import window_memory
 from tfcli.errors import BadInputError, not_one_of
 from tfcli.spec import Spec

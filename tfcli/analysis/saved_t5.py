@@ -27,7 +27,8 @@ plus what T5's modules do differently, each measured (tests/parity/test_memory_t
 
 from __future__ import annotations
 
-from tfcli.analysis.activations import Workload, stacks
+from tfcli.analysis.activations import Workload
+from tfcli.analysis.seq2seq_memory import stacks
 from tfcli.analysis.saved_activations import (FLOAT32, SAVED_BY_ACTIVATION, SAVED_BY_GATE,
                                               SavedActivations, _attention_core, _mlp_saved,
                                               _norm_saved, _outside_blocks)
