@@ -66,7 +66,7 @@ def test_the_measuring_functions_give_positive_rates_on_tiny_sizes() -> None:
 def test_the_cpu_entry_says_it_was_measured_and_how(monkeypatch: pytest.MonkeyPatch) -> None:
     gpus.cpu_entry.cache_clear()
     monkeypatch.setattr(gpus, "measure_gemm_flops", lambda: 80e9)
-    monkeypatch.setattr(gpus, "measure_read_bandwidth", lambda: 12e9)
+    monkeypatch.setattr(gpus, "measure_read_bandwidth", lambda **_: 12e9)
     try:
         cpu = find_gpu("CPU")
         assert find_gpu("cpu") is cpu  # measured once per process

@@ -23,7 +23,7 @@ UNIT = Accelerator("unit", (), "test", 2**34, 1.0, 1.0, 1.0, 1.0, 1e12, "https:/
 
 @pytest.fixture
 def unit_gpu(monkeypatch: pytest.MonkeyPatch) -> Accelerator:
-    monkeypatch.setattr(perf, "find_gpu", lambda name: UNIT)
+    monkeypatch.setattr(perf, "find_gpu", lambda name, width=None: UNIT)
     return UNIT
 
 

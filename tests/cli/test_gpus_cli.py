@@ -35,7 +35,7 @@ def test_json_and_csv_carry_the_same_entries(invoke) -> None:
 def test_measure_cpu_adds_the_measured_row(invoke, monkeypatch: pytest.MonkeyPatch) -> None:
     gpus.cpu_entry.cache_clear()
     monkeypatch.setattr(gpus, "measure_gemm_flops", lambda: 50e9)
-    monkeypatch.setattr(gpus, "measure_read_bandwidth", lambda: 10e9)
+    monkeypatch.setattr(gpus, "measure_read_bandwidth", lambda **_: 10e9)
     try:
         data = json.loads(invoke("gpus", "--measure-cpu", "-f", "json").stdout)["accelerators"]
         table = invoke("gpus", "--measure-cpu").stdout

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import difflib
 import functools
-import statistics
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
+from tfcli.analysis.cpu_probe import (GEMM_SIZE, REPEATS, STREAM_REPEATS, bandwidth_pattern,
+                                      measure_gemm_flops, measure_op_seconds,
+                                      measure_read_bandwidth, probe_width)
 from tfcli.errors import BadInputError
 
 GiB = 2**30
@@ -49,6 +49,9 @@ class Accelerator:
     bandwidth: float  # bytes per second
     source: str  # the vendor spec sheet the figures come from
     note: str = ""  # how the figures were read (or measured, for cpu)
+    # the fixed cost of one op beyond its FLOPs and bytes: measured for cpu (the engine's
+    # Python and NumPy dispatch); 0 for the catalog, whose sheets give no kernel-launch figure
+    op_seconds: float = 0.0
 
     def peak_flops(self, dtype: str) -> float:
         """Dense peak FLOP/s for matmuls in `dtype` (bfloat16, float16, float8, float32)."""
@@ -72,7 +75,7 @@ class Accelerator:
                 "memory_bytes": self.memory_bytes, "bf16_tflops": self.bf16_tflops,
                 "fp16_tflops": self.fp16_tflops, "fp8_tflops": self.fp8_tflops,
                 "fp32_tflops": self.fp32_tflops, "bandwidth_bytes_per_s": self.bandwidth,
-                "source": self.source, "note": self.note}
+                "source": self.source, "note": self.note, "op_seconds": self.op_seconds}
 
 
 _DTYPE_FIELDS = {"bfloat16": "bf16_tflops", "float16": "fp16_tflops", "float8": "fp8_tflops",
@@ -138,9 +141,6 @@ CATALOG: tuple[Accelerator, ...] = (
 )
 
 CPU_NAME = "cpu"
-GEMM_SIZE = 2048  # float32 (2048, 2048) @ (2048, 2048): 17.2 GFLOP, 16 MiB per operand
-STREAM_BYTES = 256 * 2**20  # read by a vector-matrix product: far over any L3 cache
-REPEATS = 5  # the median of five, as other jobs share the machine
 
 
 def _keys(entry: Accelerator) -> tuple[str, ...]:
@@ -157,12 +157,13 @@ def gpu_names() -> tuple[str, ...]:
     return tuple(k for e in CATALOG for k in _keys(e)) + (CPU_NAME,)
 
 
-def find_gpu(name: str) -> Accelerator:
+def find_gpu(name: str, width: int | None = None) -> Accelerator:
     """The entry named `name` (case-insensitive, spaces or dashes, any alias); `cpu` is
-    measured here. A typo is one BadInputError with the closest name."""
+    measured here, its bandwidth over layers of `width` (a spec's d_model) when given. A typo
+    is one BadInputError with the closest name."""
     key = _norm(name)
     if key == CPU_NAME:
-        return cpu_entry()
+        return cpu_entry(probe_width(width))
     for entry in CATALOG:
         if key in _keys(entry):
             return entry
@@ -175,56 +176,24 @@ def _suggest(key: str) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-@functools.lru_cache(maxsize=1)
-def cpu_entry() -> Accelerator:
-    """This machine's CPU as an accelerator, measured once per process (about a second): the
-    float32 GEMM peak NumPy's BLAS reaches and the bandwidth of a vector-matrix product over
-    STREAM_BYTES, the access pattern of a decode step."""
+@functools.lru_cache(maxsize=4)
+def cpu_entry(width: int | None = None) -> Accelerator:
+    """This machine's CPU as an accelerator, measured once per process and width (about a
+    second): the float32 GEMM peak NumPy's BLAS reaches, the bandwidth a decode step's products
+    read (`width`: over transformer layers of that width in tfcli's layout, cpu_probe.py; None:
+    one wide vector-matrix product) and tfcli's engine's fixed cost per op."""
     import os
 
     gemm = measure_gemm_flops()
-    bandwidth = measure_read_bandwidth()
+    bandwidth = measure_read_bandwidth(width=width)
+    op_seconds = measure_op_seconds()
     note = (f"measured in this process: float32 ({GEMM_SIZE}, {GEMM_SIZE}) matmul "
-            f"{gemm / 1e9:.1f} GFLOP/s, float32 vector-matrix over {STREAM_BYTES >> 20} MiB "
-            f"{bandwidth / 1e9:.1f} GB/s (median of {REPEATS}; {os.cpu_count()} CPUs, "
-            f"load average {os.getloadavg()[0]:.2f})")
+            f"{gemm / 1e9:.1f} GFLOP/s, {bandwidth_pattern(width)} {bandwidth / 1e9:.1f} GB/s "
+            f"(medians of {REPEATS} and {STREAM_REPEATS}), engine cost per op "
+            f"{op_seconds * 1e6:.1f} us (a tiny model's decode step / its ops); "
+            f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     return Accelerator(CPU_NAME, (), "this machine", _physical_memory(), None, None, None,
-                       gemm / TERA, bandwidth, "measured", note)
-
-
-def _median_seconds(work: Callable[[], object], repeats: int = REPEATS) -> float:
-    """The median of `repeats` timings of work() after one warm-up call. Not the best: on a
-    shared machine the best catches a moment no other job ran, which a model's seconds-long
-    forward pass or decode never sustains; the median is the rate a run here can expect."""
-    work()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def measure_gemm_flops(n: int = GEMM_SIZE) -> float:
-    """FLOP/s of one float32 (n, n) @ (n, n) matmul (2 n^3 FLOPs)."""
-    import numpy as np
-
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    return 2 * n**3 / _median_seconds(lambda: a @ b)
-
-
-def measure_read_bandwidth(n_bytes: int = STREAM_BYTES) -> float:
-    """Bytes per second a float32 vector-matrix product reads, x (1, K) @ W (K, 4096): the
-    pattern of a decode step, whose weights stream through memory once (x and the output are
-    negligible)."""
-    import numpy as np
-
-    cols = 4096
-    matrix = np.ones((n_bytes // (4 * cols), cols), dtype=np.float32)  # [K, cols]
-    vector = np.ones((1, matrix.shape[0]), dtype=np.float32)  # [1, K]
-    return matrix.nbytes / _median_seconds(lambda: vector @ matrix)
+                       gemm / TERA, bandwidth, "measured", note, op_seconds)
 
 
 def _physical_memory() -> int:

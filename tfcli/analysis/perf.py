@@ -6,11 +6,12 @@ and what it leaves out. One point per call: `build_perf_estimate(spec, options)`
 and one sequence length (sweeps call it once per point).
 
 - prefill: compute-bound time = FLOPs / (peak x MFU), and the per-op roofline: each trace row
-  alone at max(FLOPs / peak, bytes / bandwidth), summed (eager: no fusion, no overlap); the
-  estimate is the slower of the two; time to first token = that estimate.
+  alone at max(FLOPs / peak, bytes / bandwidth) plus the accelerator's fixed cost per op
+  (measured for cpu, 0 in the catalog), summed (eager: no fusion, no overlap); the estimate is
+  the slower of the two; time to first token = that estimate.
 - decode (decoder-only specs): one step of `batch` new tokens over `seq_len` cached ones reads
   every weight a token uses (gathered embedding rows excepted) and the whole KV cache;
-  step time = max(bytes / bandwidth, step FLOPs / peak).
+  step time = max(bytes / bandwidth, step FLOPs / peak) + ops x the fixed cost per op.
 - training: FLOPs per token = forward x 3 (backward twice the forward), x 4 with full
   recomputation; beside it 6N; step time and GPU-hours at the MFU.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from tfcli.analysis.flop_convention import PAIR_OPS, FlopConvention, apply_convention, recount
@@ -132,9 +134,17 @@ def _row_bytes(spec: Spec, row: TraceRow, weight_bytes: float, act_bytes: float,
 
 
 def _op_time(row: TraceRow, n_bytes: int, gpu: Accelerator, peak: float) -> OpTime:
+    """The row on the roofline, plus the accelerator's fixed cost per op for each of the
+    `repeat` ops it stands for (0 for catalog entries; the cpu entry's is measured)."""
     compute, memory = row.flops / peak, n_bytes / gpu.bandwidth
-    return OpTime(row.path, row.op, row.flops, n_bytes, max(compute, memory),
+    return OpTime(row.path, row.op, row.flops, n_bytes,
+                  max(compute, memory) + row.repeat * gpu.op_seconds,
                   "compute" if compute >= memory else "memory")
+
+
+def _op_count(rows: Sequence[TraceRow]) -> int:
+    """Ops a pass runs: a row standing for `repeat` identical blocks counts `repeat` times."""
+    return sum(r.repeat for r in rows)
 
 
 def prefill(spec: Spec, options: PerfOptions, gpu: Accelerator, dtype: str, seq: int) -> Prefill:
@@ -154,6 +164,7 @@ def prefill(spec: Spec, options: PerfOptions, gpu: Accelerator, dtype: str, seq:
         memory_bound_ops=sum(t.bound == "memory" for t in times), ops=len(times),
         slowest=tuple(sorted(times, key=lambda t: -t.seconds)[:TOP_OPS]),
         attention=options.attention,
+        op_overhead_seconds=_op_count(report.rows) * gpu.op_seconds,
     )
 
 
@@ -212,7 +223,8 @@ def decode(spec: Spec, options: PerfOptions, gpu: Accelerator, dtype: str, kv_dt
     weights = math.ceil(matmul_params(spec, options.batch) * PERF_DTYPE_BYTES[dtype])
     kv = _kv_bytes(spec, context, options.batch, kv_dtype)
     return Decode(options.batch, context, weights, kv, flops,
-                  (weights + kv) / gpu.bandwidth, flops / gpu.peak_flops(dtype))
+                  (weights + kv) / gpu.bandwidth, flops / gpu.peak_flops(dtype),
+                  _op_count(report.rows) * gpu.op_seconds)
 
 
 # --- training -----------------------------------------------------------------------------------
@@ -238,7 +250,7 @@ def default_seq_len(spec: Spec) -> int:
 def build_perf_estimate(spec: Spec, options: PerfOptions) -> PerfEstimate:
     """The estimate at one point (options.batch, options.seq_len) on options.gpu."""
     check_options(options)
-    gpu = find_gpu(options.gpu)
+    gpu = find_gpu(options.gpu, width=spec.d_model)  # cpu: its bandwidth at this width
     dtype = _dtype(gpu, options.dtype)
     kv_dtype = _kv_dtype(dtype, options.kv_dtype)
     seq = options.seq_len or default_seq_len(spec)

@@ -31,11 +31,12 @@ class Prefill:
     flops: int
     bytes: int
     compute_seconds: float  # FLOPs / (peak x MFU)
-    roofline_seconds: float  # sum over ops of max(FLOPs / peak, bytes / bandwidth)
+    roofline_seconds: float  # sum over ops of max(FLOPs / peak, bytes / bandwidth) + op cost
     memory_bound_ops: int
     ops: int
     slowest: tuple[OpTime, ...]
     attention: str = "eager"  # how the roofline counts the score matrix's bytes
+    op_overhead_seconds: float = 0.0  # the part of roofline_seconds that is fixed cost per op
 
     @property
     def seconds(self) -> float:
@@ -51,10 +52,11 @@ class Decode:
     flops: int  # one step: `batch` new tokens
     memory_seconds: float
     compute_seconds: float
+    op_overhead_seconds: float = 0.0  # the step's ops x the accelerator's fixed cost per op
 
     @property
     def seconds(self) -> float:
-        return max(self.memory_seconds, self.compute_seconds)
+        return max(self.memory_seconds, self.compute_seconds) + self.op_overhead_seconds
 
     @property
     def tokens_per_s(self) -> float:
@@ -124,7 +126,7 @@ def _prefill_dict(p: Prefill) -> dict[str, Any]:
     return {"tokens": p.tokens, "flops": p.flops, "bytes": p.bytes,
             "compute_seconds": p.compute_seconds, "roofline_seconds": p.roofline_seconds,
             "seconds": p.seconds, "memory_bound_ops": p.memory_bound_ops, "ops": p.ops,
-            "attention": p.attention,
+            "attention": p.attention, "op_overhead_seconds": p.op_overhead_seconds,
             "slowest_ops": [o.to_dict() for o in p.slowest]}
 
 
@@ -133,7 +135,8 @@ def _decode_dict(d: Decode | None) -> dict[str, Any] | None:
         return None
     return {"batch": d.batch, "context": d.context, "weight_bytes": d.weight_bytes,
             "kv_bytes": d.kv_bytes, "flops": d.flops, "memory_seconds": d.memory_seconds,
-            "compute_seconds": d.compute_seconds, "step_seconds": d.seconds,
+            "compute_seconds": d.compute_seconds, "op_overhead_seconds": d.op_overhead_seconds,
+            "step_seconds": d.seconds,
             "tokens_per_s": d.tokens_per_s}
 
 
@@ -154,6 +157,7 @@ def metric_rows(e: PerfEstimate) -> list[tuple[str, float | int | str, str]]:
         ("prefill FLOPs", p.flops, "FLOP"), ("prefill bytes (roofline)", p.bytes, "B"),
         (f"prefill compute-bound at MFU {e.mfu:g}", p.compute_seconds, "s"),
         ("prefill per-op roofline", p.roofline_seconds, "s"),
+        ("prefill fixed cost per op (in the roofline)", p.op_overhead_seconds, "s"),
         ("prefill memory-bound ops", f"{p.memory_bound_ops} of {p.ops}", ""),
         ("time to first token", e.ttft_seconds, "s"),
     ]
@@ -164,6 +168,7 @@ def metric_rows(e: PerfEstimate) -> list[tuple[str, float | int | str, str]]:
                  ("decode FLOPs per step", d.flops, "FLOP"),
                  ("decode step (memory)", d.memory_seconds, "s"),
                  ("decode step (compute)", d.compute_seconds, "s"),
+                 ("decode step (fixed cost per op)", d.op_overhead_seconds, "s"),
                  ("decode tokens/s", d.tokens_per_s, "token/s")]
     if e.training is not None:
         t = e.training

@@ -20,23 +20,35 @@ def _prefill_rows(e: PerfEstimate, p: Prefill) -> list[Row]:
         ("prefill FLOPs", human_flops(p.flops), f"trace of {p.tokens:,} tokens"),
         ("  compute-bound", _seconds(p.compute_seconds), f"FLOPs / ({peak} x MFU {e.mfu:g})"),
         ("  per-op roofline", _seconds(p.roofline_seconds),
-         f"sum of max(FLOPs / peak, bytes / bandwidth), {p.attention} attention; "
-         f"{p.memory_bound_ops} of {p.ops} ops memory-bound; {human_bytes(p.bytes)} moved"),
+         f"sum of max(FLOPs / peak, bytes / bandwidth){_plus_op_cost(e)}, {p.attention} "
+         f"attention; {p.memory_bound_ops} of {p.ops} ops memory-bound; "
+         f"{human_bytes(p.bytes)} moved"),
         ("time to first token", _seconds(e.ttft_seconds), "the slower of the two"),
     ]
 
 
-def _decode_rows(d: Decode) -> list[Row]:
-    return [
+def _plus_op_cost(e: PerfEstimate) -> str:
+    """How the accelerator's fixed cost per op enters a sum ('' for the catalog's 0)."""
+    cost = e.accelerator.op_seconds
+    return f" + {cost * 1e6:.3g} us per op" if cost > 0 else ""
+
+
+def _decode_rows(e: PerfEstimate, d: Decode) -> list[Row]:
+    rows = [
         ("decode bytes / step", human_bytes(d.weight_bytes + d.kv_bytes),
          f"weights {human_bytes(d.weight_bytes)} + KV cache {human_bytes(d.kv_bytes)} "
          f"({d.context:,} tokens x batch {d.batch})"),
         ("  memory-bound step", _seconds(d.memory_seconds), "bytes / bandwidth"),
         ("  compute-bound step", _seconds(d.compute_seconds),
          f"{human_flops(d.flops)} / peak"),
-        ("decode tokens/s", _rate(d.tokens_per_s),
-         f"batch / the slower step ({_rate(d.tokens_per_s / d.batch)} per sequence)"),
     ]
+    if d.op_overhead_seconds > 0:
+        rows.append(("  fixed cost of its ops", _seconds(d.op_overhead_seconds),
+                     f"ops x{_plus_op_cost(e).removeprefix(' +')}"))
+    step = "the slower step" + (" + the ops' fixed cost" if d.op_overhead_seconds > 0 else "")
+    rows.append(("decode tokens/s", _rate(d.tokens_per_s),
+                 f"batch / ({step}) ({_rate(d.tokens_per_s / d.batch)} per sequence)"))
+    return rows
 
 
 def _training_rows(e: PerfEstimate, t: Training) -> list[Row]:
@@ -70,7 +82,7 @@ def render_perf(e: PerfEstimate) -> RenderableType:
     table.add_column("value", justify="right", number=True)
     table.add_column("how", drop=1)
     rows = _prefill_rows(e, e.prefill)
-    rows += _decode_rows(e.decode) if e.decode is not None else []
+    rows += _decode_rows(e, e.decode) if e.decode is not None else []
     rows += _training_rows(e, e.training) if e.training is not None else []
     for row in rows:
         table.add_row(*row)
