@@ -110,7 +110,27 @@ def read_entries(file: Path) -> dict[str, Entry]:
                                 f"{problem})")
         start, end = info["data_offsets"]
         entries[name] = Entry(file, info["dtype"], tuple(info["shape"]), data_start + start, end - start)
+    problem = _layout_problem(entries, data_start, data_size)
+    if problem:
+        raise BadInputError(f"{file}: cannot be opened as safetensors ({problem})")
     return entries
+
+
+def _layout_problem(entries: dict[str, Entry], data_start: int, data_size: int) -> str | None:
+    """The format's rule, which the safetensors library enforces: the tensors' bytes tile the
+    data exactly - two tensors sharing bytes would read each other's values, a gap or a tail
+    is bytes no tensor owns."""
+    at = 0
+    for start, end, name in sorted((e.offset - data_start, e.offset - data_start + e.nbytes, n)
+                                   for n, e in entries.items()):
+        if start != at:
+            where = "inside another tensor's bytes" if start < at else \
+                f"after {start - at:,} bytes no tensor owns"
+            return f"tensor {shown(name)} starts at data byte {start:,}, {where}"
+        at = end
+    if at != data_size:
+        return f"{data_size - at:,} bytes after the last tensor belong to no tensor"
+    return None
 
 
 # --- the sharded index ------------------------------------------------------------------------

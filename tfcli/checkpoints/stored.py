@@ -143,6 +143,12 @@ def _expected(table: Table, spec: Spec, base: str) -> dict[str, tuple[int, ...]]
 
 def differences(table: Table, spec: Spec, tensors: list[StoredTensor]) -> tuple[str, ...]:
     """Each way the stored tensors differ from the spec's arrays, by tensor name."""
+    blocks = spec.total_layers * max(1, spec.n_experts)
+    if blocks > len(tensors):  # each block (and expert) stores tensors of its own: the names
+        # are not listed, as a spec of a billion layers would list billions (the loader's rule)
+        return (f"the spec has {spec.total_layers:,} blocks"
+                f"{f' of {spec.n_experts:,} experts' if spec.n_experts else ''} but the "
+                f"checkpoint stores only {len(tensors):,} tensors",)
     stored = {_canonical(table, t.name): t for t in tensors}
     expected = _expected(table, spec, _base(table, set(stored)))
     out = [f"missing {name} {list(shape)}" for name, shape in expected.items() if name not in stored]
