@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tfcli.errors import SpecConsistencyError
+from tfcli.errors import SpecConsistencyError, shown
 from tfcli.spec_head import ClassifierPooling, HeadKind, PoolerActivation, resolve_head
 from tfcli.spec_disentangled import (DisentangledTerm, check_disentangled, disentangled_scale,
                                      relative_span)
@@ -719,7 +719,7 @@ def _check_scales(spec: Spec) -> None:
         value = getattr(spec, name)
         if not low <= value <= high:
             raise SpecConsistencyError(
-                name, f"must lie in [{low:{low_format}}, {high:g}] (got {value:g}): {why}")
+                name, f"must lie in [{low:{low_format}}, {high:g}] (got {shown(value)}): {why}")
 
 
 FIELD_NAMES: tuple[str, ...] = tuple(Spec.model_fields)

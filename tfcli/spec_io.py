@@ -135,12 +135,25 @@ def load_spec(arg: str) -> Spec:
 
         return spec_from_config_dir(path)
     if path.is_dir():
-        raise SpecError(arg, [Problem("", "is a directory without config.json, not a spec file")])
+        raise SpecError(arg, [Problem("", _without_config(path))])
     if _is_gguf(path):
         from tfcli.checkpoints.gguf_spec import spec_from_gguf_file  # GGUF files only
 
         return spec_from_gguf_file(str(path))
     return parse_spec_text(_read_text(path), source=str(path))
+
+
+def _without_config(path: Path) -> str:
+    """Why a folder is not a model directory: no config.json, or one that is not a file."""
+    try:
+        info = os.stat(path / MODEL_CONFIG)
+    except FileNotFoundError:  # none, or a symlink to nothing
+        return "is a directory without config.json, not a spec file"
+    except OSError as exc:  # a symlink loop, an unsearchable folder
+        return f"its {MODEL_CONFIG} cannot be read: {exc.strerror or exc}"
+    kinds = ((stat.S_ISDIR, "a directory"), *_FILE_KINDS)
+    kind = next((words for test, words in kinds if test(info.st_mode)), "not a regular file")
+    return f"its {MODEL_CONFIG} is {kind}, not a JSON file"
 
 
 def _read_text(path: Path) -> str:

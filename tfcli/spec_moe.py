@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tfcli.errors import SpecConsistencyError
+from tfcli.errors import SpecConsistencyError, shown
 
 if TYPE_CHECKING:
     from tfcli.spec import Spec
@@ -68,7 +68,7 @@ def check_routing(spec: Spec) -> None:
     low, high = ROUTED_SCALE_RANGE
     if not low <= spec.routed_scaling_factor <= high:
         raise SpecConsistencyError("routed_scaling_factor", f"must lie in [{low:g}, {high:g}] "
-                                   f"(got {spec.routed_scaling_factor:g})")
+                                   f"(got {shown(spec.routed_scaling_factor)})")
     groups, chosen = spec.expert_groups, spec.topk_groups
     if groups != 1 and chosen is None:
         raise SpecConsistencyError("expert_groups", "needs topk_groups (how many groups a token "

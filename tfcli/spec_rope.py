@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tfcli.errors import SpecConsistencyError
+from tfcli.errors import SpecConsistencyError, shown
 
 RopeScalingType = Literal["linear", "dynamic", "llama3", "yarn", "longrope"]
 Factors = list[Annotated[float, Field(gt=0)]]
@@ -91,16 +91,16 @@ def _check_values(scaling: RopeScaling) -> None:
         value = getattr(scaling, name)
         if value is not None and not low <= value <= high:
             raise SpecConsistencyError(
-                f"rope_scaling.{name}", f"must lie in [{low:g}, {high:g}] (got {value:g})")
+                f"rope_scaling.{name}", f"must lie in [{low:g}, {high:g}] (got {shown(value)})")
     fast, slow = scaling.beta_fast or 32.0, scaling.beta_slow or 1.0
     if fast <= slow:
         raise SpecConsistencyError(
-            "rope_scaling.beta_fast", f"must exceed beta_slow {slow:g} (got {fast:g})")
+            "rope_scaling.beta_fast", f"must exceed beta_slow {slow:g} (got {shown(fast)})")
     low_freq, high_freq = scaling.low_freq_factor, scaling.high_freq_factor
     if low_freq is not None and high_freq is not None and high_freq <= low_freq:
         raise SpecConsistencyError(
             "rope_scaling.high_freq_factor",
-            f"must exceed low_freq_factor {low_freq:g} (got {high_freq:g})")
+            f"must exceed low_freq_factor {low_freq:g} (got {shown(high_freq)})")
 
 
 def check_rope_width(scaling: RopeScaling, d_head: int) -> None:

@@ -21,7 +21,7 @@ from tfcli.analysis.falcon_memory import FALCON_QKV, new_architecture
 from tfcli.analysis.saved_activations import RECOMPUTE, SavedActivations, saved_activations
 from tfcli.analysis.saved_lora import lora_saved_activations
 from tfcli.dtypes import DTYPE_BYTES, MEMORY_DTYPES
-from tfcli.errors import BadInputError, not_one_of
+from tfcli.errors import BadInputError, not_one_of, shown
 from tfcli.params import (ATTENTION, FFN, Component, components, kv_cache_bytes,
                           total_parameters)
 from tfcli.spec import Spec
@@ -118,11 +118,16 @@ def check_options(spec: Spec, o: MemoryOptions) -> None:
         raise BadInputError(not_one_of("--optimizer", o.optimizer, OPTIMIZERS))
     if o.recompute not in RECOMPUTE:
         raise BadInputError(not_one_of("--recompute", o.recompute, RECOMPUTE))
-    if min(o.batch, o.gpus, o.tp, o.group_size, o.workers) < 1 or (o.seq_len or 1) < 1:
-        raise BadInputError("--batch, --seq-len, --gpus, --tp and --group-size must be at least 1")
-    if max(o.batch, o.seq_len or 1, o.gpus, o.lora_rank or 1, o.group_size) > MAX_SIZE:
-        raise BadInputError(f"--batch, --seq-len, --gpus, --lora-rank and --group-size must be "
-                            f"at most {MAX_SIZE:,}")
+    counts = {"--batch": o.batch, "--seq-len": o.seq_len, "--gpus": o.gpus, "--tp": o.tp,
+              "--lora-rank": o.lora_rank, "--group-size": o.group_size, "workers": o.workers}
+    for option, value in counts.items():  # the one option at fault, and its value
+        if value is not None and not 1 <= value <= MAX_SIZE:
+            raise BadInputError(f"{option} must be between 1 and 2^40 ({MAX_SIZE:,}), got "
+                                f"{shown(value)}")
+    seq_len = o.resolved_seq_len(spec)
+    if spec.positions == "learned" and seq_len > spec.max_seq_len:
+        raise BadInputError(f"--seq-len {seq_len} exceeds max_seq_len {spec.max_seq_len} of "
+                            f"{spec.name} (learned positions have no row past it)")
     if o.gpus % o.tp:
         raise BadInputError(f"--gpus {o.gpus} is not a multiple of --tp {o.tp}")
     if o.zero not in (0, 1, 2, 3):

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 
 from tfcli.checkpoints.stored import StoredWeights
 from tfcli.dtypes import DTYPE_BYTES, WEIGHT_DTYPES
+from tfcli.errors import BadInputError, shown
 from tfcli.params import (
     ATTENTION, EMBEDDING, FFN, HEAD,
     Component, block_indices, components, expanded_kv_values_per_layer_token, inactive_expert_parameters,
@@ -17,6 +18,7 @@ from tfcli.shapes import shapes_text
 from tfcli.spec import Spec
 
 _SUFFIXES = (".weight", ".bias", ".scale")
+MAX_COUNT = 2**40  # --seq-len / --batch: the bound trace, perf and memory set (their MAX_SIZE)
 
 
 @dataclass(frozen=True)
@@ -304,6 +306,10 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
     total = sum(c.count for c in comps)
     rows = merge_rows(spec, comps, total)
     embedding = sum(c.count for c in comps if c.group in (EMBEDDING, HEAD))
+    for option, value in (("--seq-len", context), ("--batch", batch)):  # as asked for
+        if value is not None and not 1 <= value <= MAX_COUNT:  # past any real run
+            raise BadInputError(f"{option} must be between 1 and 2^40 ({MAX_COUNT:,}), got "
+                                f"{shown(value)}")
     context = spec.max_seq_len if context is None else context
     source_len = context if spec.family == "encoder-decoder" else 0
     window = spec.sliding_window if spec.family == "decoder" else None  # an encoder caches none

@@ -36,6 +36,9 @@ from tfcli.spec import Spec
 PERF_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float8": 1, "float32": 4}
 DEFAULT_DTYPES = ("bfloat16", "float16", "float32")  # the first the accelerator has
 DEFAULT_MFU = 0.5  # a stated assumption: well-tuned dense training reaches 0.4-0.6
+# below this a step's seconds outgrow a float (5e-324: inf, then 0 tokens/s and a division by
+# zero) long before they mean anything
+MIN_MFU = 1e-6
 DEFAULT_SEQ_LEN = 1024  # or max_seq_len when shorter
 RECOMPUTE = {"none": 3, "full": 4}  # training FLOPs / forward FLOPs
 GATHERED_OPS = frozenset({"token_embedding", "position_embedding", "token_type_embedding"})
@@ -69,7 +72,10 @@ class PerfOptions:
 def check_options(options: PerfOptions) -> None:
     """BadInputError naming the option for an MFU outside (0, 1] and other impossible values."""
     if not (0 < options.mfu <= 1):  # also refuses NaN
-        raise BadInputError(f"--mfu must be in (0, 1] (a fraction of the peak), got {options.mfu:g}")
+        raise BadInputError(f"--mfu must be in (0, 1] (a fraction of the peak), got {options.mfu!r}")
+    if options.mfu < MIN_MFU:
+        raise BadInputError(f"--mfu must be at least {MIN_MFU:g} (a millionth of the peak), got "
+                            f"{options.mfu!r}")
     if options.attention not in ATTENTION_KINDS:
         raise BadInputError(f"--attention must be one of {', '.join(ATTENTION_KINDS)}, got "
                             f"'{options.attention[:20]}'")
@@ -79,7 +85,7 @@ def check_options(options: PerfOptions) -> None:
     if not (1 <= options.gpus <= MAX_SIZE):
         raise BadInputError(f"--gpus must be between 1 and 2^40, got {options.gpus}")
     if options.tokens is not None and not (0 < options.tokens < 1e30):
-        raise BadInputError(f"--train-tokens must be a positive count below 1e30, got {options.tokens:g}")
+        raise BadInputError(f"--train-tokens must be a positive count below 1e30, got {options.tokens!r}")
     for name, dtype in (("--dtype", options.dtype), ("--kv-dtype", options.kv_dtype)):
         if dtype is not None and dtype not in PERF_DTYPE_BYTES:
             raise BadInputError(f"{name} must be one of {', '.join(PERF_DTYPE_BYTES)}, got "

@@ -12,7 +12,7 @@ import numpy as np
 
 from tfcli.arrays import Array
 from tfcli.engine.ops import softmax_
-from tfcli.errors import BadInputError
+from tfcli.errors import BadInputError, shown
 
 # The smallest temperature above 0 (greedy). float32 logits carry rounding errors of ~1e-7 of
 # their size; at T below 1e-6 those alone shift probabilities by factors of e^0.1 and more, so
@@ -36,7 +36,7 @@ class SamplingConfig:
             raise BadInputError(f"temperature must be a finite number >= 0, got {self.temperature}")
         if 0 < self.temperature < MIN_TEMPERATURE:
             raise BadInputError(f"temperature must be 0 (greedy) or at least {MIN_TEMPERATURE:g}, "
-                                f"got {self.temperature:g}: below it float32 rounding in the "
+                                f"got {shown(self.temperature)}: below it float32 rounding in the "
                                 "logits decides the draw; use 0 for greedy decoding")
         if self.top_k is not None and not isinstance(self.top_k, (int, np.integer)):
             raise BadInputError(f"top_k must be a whole number, got {self.top_k!r}")
