@@ -45,15 +45,10 @@ from tfcli.spec_io import load_spec
 TARGET = 0.30  # |estimate / measured - 1| at most
 
 
-def measured_cpu(width: int | None) -> Accelerator:
-    """The cpu entry measured now (not the per-process cache: each round measures afresh), its
-    bandwidth over layers of `width` as `tfcli perf gpt2 --gpu cpu` reads it (None: the wide
-    product `tfcli gpus --measure-cpu` lists)."""
-    gemm, bandwidth = gpus.measure_gemm_flops(), gpus.measure_read_bandwidth(width=width)
-    op_seconds = gpus.measure_op_seconds()
-    return Accelerator("cpu", (), "this machine", 0, None, None, None, gemm / 1e12, bandwidth,
-                       "measured", f"{gemm / 1e9:.1f} GFLOP/s, {bandwidth / 1e9:.2f} GB/s, "
-                       f"{op_seconds * 1e6:.1f} us per op", op_seconds)
+def measured_cpu(width: int) -> Accelerator:
+    """The cpu entry measured now, as `tfcli perf gpt2 --gpu cpu` measures it (its bandwidth over
+    layers of `width`), bypassing the per-process cache: each round measures afresh."""
+    return gpus.cpu_entry.__wrapped__(gpus.probe_width(width))
 
 
 def prefill_seconds(spec: Spec, weights: Weights, tokens: np.ndarray) -> float:

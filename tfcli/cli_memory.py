@@ -82,7 +82,7 @@ def memory_cmd(
         workers=_engine_workers() if attention.value == "engine" else 1,
         fused=_fused(fused, spec),
         stored_bytes=None if train or layers else _stored_bytes(spec, model_spec))
-    accelerator = find_gpu(gpu) if gpu is not None else None
+    accelerator = find_gpu(gpu, rates=False) if gpu is not None else None  # its memory only
     if points.is_sweep:
         from tfcli.analysis.sweep import memory_sweep
 

@@ -100,3 +100,20 @@ def test_a_model_directory_says_what_its_modules_fuse(tmp_path: Path) -> None:
     assert off == [] and plain_bytes < fused_bytes
     assert _fused_and_activations("phi-3-mini")[0] == []
     assert _fused_and_activations("phi-3-mini", "--fused", "qkv,gate_up")[0] == ["qkv", "gate_up"]
+
+
+def test_memory_on_cpu_reads_the_machines_memory_and_times_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tfcli.analysis import gpus
+
+    def refuse(*args: object, **kwargs: object) -> float:
+        raise AssertionError("memory --gpu cpu measured a rate it never uses")
+
+    for name in ("measure_gemm_flops", "measure_read_bandwidth", "measure_op_seconds"):
+        monkeypatch.setattr(gpus, name, refuse)
+    gpus.cpu_entry.cache_clear()
+    code, out, err = run_in_memory("memory", "gpt2", "--gpu", "cpu", "--fit", "-f", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["gpu"]["gpu"] == "cpu" and data["gpu"]["memory_bytes"] == gpus._physical_memory()
+    assert data["fit"]["max_batch"] >= 1

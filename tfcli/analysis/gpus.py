@@ -157,13 +157,14 @@ def gpu_names() -> tuple[str, ...]:
     return tuple(k for e in CATALOG for k in _keys(e)) + (CPU_NAME,)
 
 
-def find_gpu(name: str, width: int | None = None) -> Accelerator:
+def find_gpu(name: str, width: int | None = None, rates: bool = True) -> Accelerator:
     """The entry named `name` (case-insensitive, spaces or dashes, any alias); `cpu` is
-    measured here, its bandwidth over layers of `width` (a spec's d_model) when given. A typo
-    is one BadInputError with the closest name."""
+    measured here, its bandwidth over layers of `width` (a spec's d_model) when given, or with
+    rates=False (a caller that reads only the memory) not at all. A typo is one BadInputError
+    with the closest name."""
     key = _norm(name)
     if key == CPU_NAME:
-        return cpu_entry(probe_width(width))
+        return cpu_entry(probe_width(width)) if rates else cpu_memory_entry()
     for entry in CATALOG:
         if key in _keys(entry):
             return entry
@@ -194,6 +195,14 @@ def cpu_entry(width: int | None = None) -> Accelerator:
             f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     return Accelerator(CPU_NAME, (), "this machine", _physical_memory(), None, None, None,
                        gemm / TERA, bandwidth, "measured", note, op_seconds)
+
+
+def cpu_memory_entry() -> Accelerator:
+    """This machine's memory as an accelerator, nothing timed: `tfcli memory --gpu cpu` reads
+    only the size, and measuring the rates takes a second and the engine. Its rates are absent
+    (bandwidth 0, no peak): a roofline must ask for cpu_entry instead."""
+    return Accelerator(CPU_NAME, (), "this machine", _physical_memory(), None, None, None, None,
+                       0.0, "measured", "physical memory only: no rate was measured")
 
 
 def _physical_memory() -> int:
