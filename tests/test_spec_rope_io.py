@@ -31,7 +31,7 @@ rope_scaling:
     ("  type: linear\n  factor: 0.5\n", "rope_scaling.factor", "must lie in [1, 1e+06]"),
     ("  type: linear\n  factor: 2\n  beta_fast: 4\n", "rope_scaling.beta_fast", "does not apply"),
     ("  type: longrope\n  factor: 2\n  original_max_seq_len: 16\n  short_factor: [1, 1]\n"
-     "  long_factor: [1, 2]\n", "rope_scaling.short_factor", "d_head / 2 = 4 values"),
+     "  long_factor: [1, 2]\n", "rope_scaling.short_factor", "8 / 2 = 4 (got 2)"),
 ])
 def test_nested_errors_name_the_field_and_line(body: str, field: str, words: str) -> None:
     with pytest.raises(SpecError) as err:

@@ -24,8 +24,22 @@ Optimizer = _choice("Optimizer", ("adamw", "adam", "sgd", "adam8bit"))
 Recompute = _choice("MemoryRecompute", ("none", "selective", "full"))
 
 
-def _targets(text: str) -> tuple[str, ...]:
-    return tuple(t.strip() for t in text.split(",") if t.strip())
+def _names(text: str) -> tuple[str, ...]:
+    """A comma list as names, empty entries kept (for the caller's check to refuse)."""
+    return tuple(t.strip() for t in text.split(","))
+
+
+def _lora_targets(text: str | None, lora_rank: int | None) -> tuple[str, ...]:
+    """--lora-targets as names, empty ones kept for the plan to refuse; given without
+    --lora-rank it would change nothing, so it is refused rather than ignored."""
+    from tfcli.analysis.memory_plan import MemoryOptions
+    from tfcli.errors import BadInputError
+
+    if text is None:
+        return MemoryOptions.lora_targets
+    if lora_rank is None:
+        raise BadInputError("--lora-targets applies only with --lora-rank (the adapters' rank)")
+    return _names(text)
 
 
 def memory_cmd(
@@ -44,7 +58,7 @@ def memory_cmd(
     zero: Annotated[int, typer.Option("--zero", min=0, max=3, help="ZeRO stage over the data-parallel GPUs: 1 optimizer, 2 + gradients, 3 + weights.")] = 0,
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel GPUs (divides --gpus).")] = 1,
     lora_rank: Annotated[int | None, typer.Option("--lora-rank", min=1, help="LoRA: frozen base, trainable rank-r adapters.")] = None,
-    lora_targets: Annotated[str, typer.Option("--lora-targets", help="LoRA: the block linears adapted, of q,k,v,o,gate,up,down.")] = "q,v",
+    lora_targets: Annotated[str | None, typer.Option("--lora-targets", help="LoRA: the block linears adapted, of q,k,v,o,gate,up,down (default q,v).")] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="Accelerator (`tfcli gpus`): does it fit, with a reserve for the CUDA context and fragmentation.")] = None,
     fit: Annotated[bool, typer.Option("--fit", help="With --gpu: the largest batch and the longest seq_len that fit.")] = False,
     fused: Annotated[str | None, typer.Option("--fused", metavar="LIST", help="Projections the checkpoint's transformers modules fuse into one linear, whose output stays alive through q/k/v views: qkv, gate_up, both (qkv,gate_up), falcon_qkv (Falcon's query_key_value and its own attention module) or none; Phi-3 fuses both, GPT-NeoX qkv, Falcon falcon_qkv (bundled phi-3-mini, pythia-1.4b, falcon-7b). Default: from a model directory's config.json, else none.")] = None,
@@ -78,7 +92,7 @@ def memory_cmd(
         dtype=_dtype(dtype, attention.value), attention=attention.value,
         kv_dtype=kv_dtype.value if kv_dtype is not None else None, group_size=group_size,
         train=train, optimizer=optimizer.value, recompute=recompute.value, gpus=gpus, zero=zero,
-        tp=tp, lora_rank=lora_rank, lora_targets=_targets(lora_targets), dropout=dropout,
+        tp=tp, lora_rank=lora_rank, lora_targets=_lora_targets(lora_targets, lora_rank), dropout=dropout,
         workers=_engine_workers() if attention.value == "engine" else 1,
         fused=_fused(fused, spec),
         stored_bytes=None if train or layers else _stored_bytes(spec, model_spec))
@@ -113,11 +127,15 @@ def _stored_bytes(spec_arg: str, model_spec: object) -> int | None:
 
 def _fused(text: str | None, spec_arg: str) -> tuple[str, ...]:
     """--fused as given ('none': nothing fused), else what the model directory's modules fuse."""
-    from tfcli.analysis.activations import check_fused, checkpoint_fusions
+    from tfcli.analysis.activations import FUSIONS, check_fused, checkpoint_fusions
+    from tfcli.errors import check_names_listed_once
 
     if text is None:
         return tuple(sorted(checkpoint_fusions(spec_arg)))
-    fused = () if text.strip() == "none" else _targets(text)
+    if text.strip() == "none":
+        return ()
+    fused = _names(text)
+    check_names_listed_once("--fused", fused, (*FUSIONS, "none"))
     check_fused(frozenset(fused))
     return fused
 

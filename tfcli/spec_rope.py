@@ -103,13 +103,16 @@ def _check_values(scaling: RopeScaling) -> None:
             f"must exceed low_freq_factor {low_freq:g} (got {shown(high_freq)})")
 
 
-def check_rope_width(scaling: RopeScaling, d_head: int) -> None:
-    """longrope's factor lists hold one divisor per rotated pair of dimensions; dynamic's base
-    exponent d / (d - 2) needs d_head of at least 4."""
-    if scaling.type == "dynamic" and d_head < 4:
-        raise SpecConsistencyError("rope_scaling", f"'dynamic' needs d_head of at least 4 (got {d_head})")
+def check_rope_width(scaling: RopeScaling, width: int) -> None:
+    """longrope's factor lists hold one divisor per rotated pair of dimensions (`width`: the
+    rotated dimensions of a head, rotary_dim or d_head); dynamic's base exponent d / (d - 2)
+    needs at least 4 of them."""
+    if scaling.type == "dynamic" and width < 4:
+        raise SpecConsistencyError("rope_scaling", f"'dynamic' needs at least 4 rotated "
+                                   f"dimensions per head (rotary_dim or d_head; got {width})")
     for name in ("short_factor", "long_factor"):
         values = getattr(scaling, name)
-        if values is not None and len(values) != d_head // 2:
+        if values is not None and len(values) != width // 2:
             raise SpecConsistencyError(
-                f"rope_scaling.{name}", f"needs d_head / 2 = {d_head // 2} values (got {len(values)})")
+                f"rope_scaling.{name}", f"needs one value per rotated pair of dimensions, "
+                f"{width} / 2 = {width // 2} (got {len(values)})")

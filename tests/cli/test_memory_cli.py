@@ -32,6 +32,14 @@ def test_training_table() -> None:
     (("--gpus", "0"), "--gpus"),
     (("--train", "--optimizer", "adm"), "--optimizer"),
     (("--train", "--lora-rank", "8", "--lora-targets", "gate"), "no linear layers named gate"),
+    (("--train", "--lora-rank", "8", "--lora-targets", "q,q"), "names 'q' more than once"),
+    (("--train", "--lora-rank", "8", "--lora-targets", "v,q,v"), "names 'v' more than once"),
+    (("--train", "--lora-rank", "8", "--lora-targets", "q,,v"), "has an empty name"),
+    (("--train", "--lora-rank", "8", "--lora-targets", ""), "has an empty name"),
+    (("--train", "--lora-rank", "8", "--lora-targets", "gat"), "did you mean 'gate'"),
+    (("--train", "--lora-targets", "q,v"), "--lora-targets applies only with --lora-rank"),
+    (("--fused", "qkv,qkv"), "--fused names 'qkv' more than once"),
+    (("--fused", "qkv,,gate_up"), "--fused has an empty name"),
     (("--gpu", "h10"), "did you mean 'h100'"),
     (("--fit",), "--fit needs --gpu"),
     (("--gpus", "3", "--tp", "2", "--train"), "--tp"),
@@ -117,3 +125,13 @@ def test_memory_on_cpu_reads_the_machines_memory_and_times_nothing(
     data = json.loads(out)
     assert data["gpu"]["gpu"] == "cpu" and data["gpu"]["memory_bytes"] == gpus._physical_memory()
     assert data["fit"]["max_batch"] >= 1
+
+
+def test_lora_targets_in_any_order_count_the_same_adapters() -> None:
+    counts = []
+    for targets in ("q,v", " v , q "):
+        code, out, err = run_in_memory("memory", "gpt2", "--train", "--lora-rank", "8",
+                                       "--lora-targets", targets, "-f", "json")
+        assert code == 0, err
+        counts.append(json.loads(out)["total_bytes"])
+    assert counts[0] == counts[1]

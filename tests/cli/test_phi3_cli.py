@@ -106,9 +106,9 @@ def test_keys_phi3_ignores_change_nothing(invoke, model_dir: Path, tmp_path: Pat
     ({"original_max_position_embeddings": "8"}, ["original_max_position_embeddings", "integer"]),
     ({"original_max_position_embeddings": 10**40}, ["original_max_position_embeddings"]),
     ({"partial_rotary_factor": "half"}, ["partial_rotary_factor", "number"]),
-    ({"partial_rotary_factor": 0.375}, ["rotary_dim", "even"]),  # int(8 * 0.375) = 3
+    ({"partial_rotary_factor": 0.375}, ["partial_rotary_factor 0.375", "even"]),  # int(8 * 0.375) = 3
     ({"partial_rotary_factor": 0.3}, ["short_factor"]),  # int(8 * 0.3) = 2: 1 pair, 4 factors
-    ({"partial_rotary_factor": 2.0}, ["rotary_dim"]),  # 16 of an 8-wide head
+    ({"partial_rotary_factor": 2.0}, ["partial_rotary_factor 2.0", "more than the whole head"]),
     ({"rope_scaling": ["longrope"]}, ["rope_scaling", "object"]),
     ({"rope_scaling": {"type": "longrope", "short_factor": [1.0], "long_factor": [1.0]}},
      ["short_factor"]),

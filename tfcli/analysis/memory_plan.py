@@ -14,6 +14,7 @@ shard over the data-parallel GPUs, tensor parallelism over --tp. docs/memory.md 
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import asdict, dataclass, field, replace
 
 from tfcli.analysis.activations import ATTENTION_KINDS, Workload, inference_peak
@@ -21,7 +22,7 @@ from tfcli.analysis.falcon_memory import FALCON_QKV, new_architecture
 from tfcli.analysis.saved_activations import RECOMPUTE, SavedActivations, saved_activations
 from tfcli.analysis.saved_lora import lora_saved_activations
 from tfcli.dtypes import DTYPE_BYTES, MEMORY_DTYPES
-from tfcli.errors import BadInputError, not_one_of, shown
+from tfcli.errors import BadInputError, check_names_listed_once, not_one_of, shown
 from tfcli.params import (ATTENTION, FFN, Component, components, kv_cache_bytes,
                           total_parameters)
 from tfcli.spec import Spec
@@ -140,6 +141,20 @@ def check_options(spec: Spec, o: MemoryOptions) -> None:
     if o.attention == "engine" and o.dtype != "float32":
         raise BadInputError(f"--attention engine with --dtype {o.dtype}: tfcli's engine computes "
                             "in float32 (or float64): add --dtype float32")
+    if o.lora_rank is not None:
+        check_lora_targets(o.lora_targets)
+
+
+def check_lora_targets(targets: tuple[str, ...]) -> None:
+    """BadInputError for --lora-targets naming no layer, one twice or an unknown one (with
+    the closest name)."""
+    allowed = tuple(LORA_TARGETS)
+    check_names_listed_once("--lora-targets", targets, allowed)
+    for target in targets:
+        if target not in LORA_TARGETS:
+            close = difflib.get_close_matches(target[:16].lower(), allowed, n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise BadInputError(not_one_of("--lora-targets", target, allowed) + hint)
 
 
 # --- weights --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ top-level `original_max_position_embeddings` (it wins over a nested one, as in t
 from __future__ import annotations
 
 from tfcli.checkpoints.families.common import unsupported
+from tfcli.checkpoints.families.partial_rope import rotated_dims
 from tfcli.checkpoints.families.rope import rope_scaling_fields
 from tfcli.checkpoints.fields import Config, ConfigFields, shown
 from tfcli.checkpoints.heads import Architecture
@@ -38,10 +39,11 @@ def _rope(c: ConfigFields, d_head: int) -> Config:
     or none) of the spec."""
     source = _rope_source(c)
     fields: Config = {"rope_theta": (source if source.has("rope_theta") else c).number("rope_theta")}
-    partial = (source if source.has("partial_rotary_factor") else c).number(
-        "partial_rotary_factor", default=1.0)
-    if partial != 1.0:  # int() as transformers: an odd or too-wide result is the spec's to refuse
-        fields["rotary_dim"] = int(d_head * partial)
+    holder = source if source.has("partial_rotary_factor") else c
+    partial = holder.number("partial_rotary_factor", default=1.0)
+    if partial != 1.0:
+        fields["rotary_dim"] = rotated_dims(c, d_head, partial,
+                                            f"{holder.prefix}partial_rotary_factor")
     kind = source.optional_text("rope_type") or source.optional_text("type") or "default"
     if kind == "default":
         return fields
