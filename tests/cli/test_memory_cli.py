@@ -127,6 +127,19 @@ def test_memory_on_cpu_reads_the_machines_memory_and_times_nothing(
     assert data["fit"]["max_batch"] >= 1
 
 
+@pytest.mark.parametrize(("gpu", "reason"), [
+    ("cpu", "reserve for the operating system, other processes and fragmentation"),
+    ("t4", "reserve for the CUDA context and fragmentation"),
+])
+def test_the_verdict_says_what_the_reserve_is_for(gpu: str, reason: str) -> None:
+    code, out, err = run_in_memory("memory", "gpt2", "--gpu", gpu, "-f", "json")
+    assert code == 0, err
+    assert f"reserve for {json.loads(out)['gpu']['reserve_for']}" == reason
+    code, out, err = run_in_memory("memory", "gpt2", "--gpu", gpu)
+    assert code == 0, err
+    assert reason in " ".join(out.split())  # the table's verdict line, however it wraps
+
+
 def test_lora_targets_in_any_order_count_the_same_adapters() -> None:
     counts = []
     for targets in ("q,v", " v , q "):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from tfcli.analysis.gpus import Accelerator
+from tfcli.analysis.gpus import CPU_NAME, Accelerator
 from tfcli.analysis.memory_plan import MemoryOptions, MemoryPlan, build_memory_plan
 from tfcli.spec import Spec
 
@@ -24,6 +24,7 @@ class GpuFit:
     memory_bytes: int
     reserve_bytes: int
     need_bytes: int
+    reserve_for: str = "the CUDA context and fragmentation"  # what the reserve stands for
 
     @property
     def usable_bytes(self) -> int:
@@ -35,7 +36,8 @@ class GpuFit:
 
     def to_dict(self) -> dict[str, object]:
         return {"gpu": self.gpu, "memory_bytes": self.memory_bytes,
-                "reserve_bytes": self.reserve_bytes, "usable_bytes": self.usable_bytes,
+                "reserve_bytes": self.reserve_bytes, "reserve_for": self.reserve_for,
+                "usable_bytes": self.usable_bytes,
                 "need_bytes": self.need_bytes, "fits": self.fits}
 
 
@@ -86,7 +88,11 @@ def reserve_bytes(memory: int) -> int:
 
 
 def gpu_fit(plan: MemoryPlan, gpu: Accelerator) -> GpuFit:
-    return GpuFit(gpu.name, gpu.memory_bytes, reserve_bytes(gpu.memory_bytes), plan.total)
+    # the same share held back on this machine's memory (--gpu cpu), for another reason: the
+    # operating system and other processes hold some of it, and no allocator packs perfectly
+    reason = ("the operating system, other processes and fragmentation" if gpu.name == CPU_NAME
+              else GpuFit.reserve_for)
+    return GpuFit(gpu.name, gpu.memory_bytes, reserve_bytes(gpu.memory_bytes), plan.total, reason)
 
 
 def largest(fits: Callable[[int], bool], bound: int) -> tuple[int | None, bool]:

@@ -35,8 +35,8 @@ def _verdict(fit: GpuFit) -> Text:
     spare = f"{human_bytes(room)} spare" if room >= 0 else f"{human_bytes(-room)} over"
     return Text.assemble(f"{fit.gpu} ({human_bytes(fit.memory_bytes)}, of which "
                          f"{human_bytes(fit.usable_bytes)} usable after a "
-                         f"{human_bytes(fit.reserve_bytes)} reserve for the CUDA context and "
-                         "fragmentation): ", word, f" — {spare}")
+                         f"{human_bytes(fit.reserve_bytes)} reserve for {fit.reserve_for}): ",
+                         word, f" — {spare}")
 
 
 def _search(search: FitSearch, plan: MemoryPlan) -> Text:
