@@ -35,7 +35,9 @@ overflow) or turn NaN is marked so from that layer on and is no longer propagate
 
 from __future__ import annotations
 
+import difflib
 import math
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +55,7 @@ from tfcli.analysis.depth_size import (MAX_DEPTH, MAX_SWEEP_WORK, SWEEP_OPTIONS,
                                        sweep_size)
 from tfcli.analysis.memory import MemoryLimit, check_fits
 from tfcli.dtypes import SWEEP_DTYPES
-from tfcli.errors import BadInputError, SpecConsistencyError, not_one_of
+from tfcli.errors import BadInputError, SpecConsistencyError, check_names_listed_once, not_one_of
 from tfcli.spec import Spec
 
 __all__ = ["DepthSweepOptions", "DepthSweepResult", "DepthPoint", "VariantSummary",
@@ -61,13 +63,16 @@ __all__ = ["DepthSweepOptions", "DepthSweepResult", "DepthPoint", "VariantSummar
 
 LINEAR_DEFAULT_D_MODEL = 16  # --sublayer linear without a spec
 LINEAR_NORM_EPS = 1e-5  # the lessons' layer_norm eps
+# Spec overrides a sublayer never reads: linear takes only d_model (and the spec's norm eps).
+_UNUSED_BY = {"linear": {"init_std", "n_heads", "n_kv_heads", "d_ff"},
+              "attention": {"d_ff"}, "ffn": {"n_heads", "n_kv_heads"}}
 
 
 @dataclass(frozen=True)
 class DepthSweepOptions:
     """Every knob of `tfcli depth-sweep`; one field per flag."""
 
-    depths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)  # --depths 1,2,4 (sorted, deduplicated)
+    depths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)  # --depths 1,2,4 (each once; run sorted)
     variants: tuple[str, ...] = ("pre", "post", "plain")  # --variants, from VARIANTS
     sublayer: str = "block"  # --sublayer block|attention|ffn|linear
     seq_len: int = 16  # --seq-len: positions per sequence
@@ -132,9 +137,12 @@ def _check_options(o: DepthSweepOptions) -> None:
         shown = ", ".join(f"{d:,}" if isinstance(d, int) else repr(d)[:20] for d in o.depths[:8])
         more = ", ..." if len(o.depths) > 8 else ""
         problems.append(f"--depths must be integers from 1 to {MAX_DEPTH:,} (got {shown}{more})")
-    bad_variants = [v for v in o.variants if v not in VARIANTS]
-    if not o.variants or bad_variants:
-        problems.append(f"--variants must be from {', '.join(VARIANTS)} (got {list(o.variants)})")
+    repeated = sorted(d for d, n in Counter(o.depths).items() if n > 1)  # O(n): 10^6 items
+    if repeated:  # a sweep takes each point once, as memory / perf refuse --batch 1,1
+        more = ", …" if len(repeated) > 8 else ""
+        problems.append(f"--depths repeats {', '.join(map(str, repeated[:8]))}{more}: give each "
+                        "depth once")
+    problems += _variant_problems(o.variants)
     if o.sublayer not in SUBLAYERS:
         problems.append(not_one_of("--sublayer", o.sublayer, SUBLAYERS))
     if o.dtype not in SWEEP_DTYPES:
@@ -152,6 +160,21 @@ def _check_options(o: DepthSweepOptions) -> None:
         problems.append(f"--fd-step must be in (0, 1) (got {o.fd_step})")
     if problems:
         raise BadInputError("; ".join(problems))
+
+
+def _variant_problems(variants: tuple[str, ...]) -> list[str]:
+    """--variants: each a known stack, named once (a repeat would be measured twice)."""
+    try:  # one more than there are variants already holds a repeat or an unknown name, and
+        # keeps its O(n^2) count cheap for a list of 100,000 names
+        check_names_listed_once("--variants", variants[: len(VARIANTS) + 1], VARIANTS)
+    except BadInputError as exc:
+        return [exc.message]
+    for variant in variants:
+        if variant not in VARIANTS:
+            close = difflib.get_close_matches(variant[:20].lower(), VARIANTS, n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            return [not_one_of("--variants", variant, VARIANTS) + hint]
+    return []
 
 
 def _given(options: DepthSweepOptions) -> dict[str, Any]:
@@ -172,6 +195,12 @@ def _apply_overrides(spec: Spec | None, options: DepthSweepOptions) -> Spec | No
         return None
     if not changes:
         return spec
+    unused = sorted(set(changes) & _UNUSED_BY.get(options.sublayer, set()))
+    if unused:  # an override the stacked layer never reads would be silently ignored
+        names = ", ".join("--" + name.replace("_", "-") for name in unused)
+        them = "them" if len(unused) > 1 else "it"
+        raise BadInputError(f"--sublayer {options.sublayer} does not use {names}: drop {them} "
+                            "(--sublayer block uses every override)")
     try:
         return spec.replace(**changes)
     except ValidationError as exc:

@@ -1,0 +1,83 @@
+"""Hostile sweep 3: the older commands (params, validate, run, generate, trace, depth-sweep).
+
+Each class found: a comma list that silently dropped or doubled a repeated entry (a sweep
+takes each point once, as memory / perf refuse --batch 1,1), an option the command then
+ignored (refused, naming what it needs), and a SPEC path through a broken symlink. Every
+case asserts exit 2, one `tfcli: error:` line naming the option, and no traceback.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli.guarded import run_in_memory
+
+
+def refused(*args: str) -> str:
+    code, out, err = run_in_memory(*args)
+    assert code == 2, (args[:6], code, err[:300])
+    assert out == "" and "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tfcli: error: "), err[:500]
+    return err
+
+
+def accepted(*args: str) -> str:
+    code, out, err = run_in_memory(*args)
+    assert code == 0, (args[:6], code, err[:300])
+    return out
+
+
+SWEEP = ("depth-sweep", "lesson-tiny", "-q", "-f", "json", "--seq-len", "4", "--depths", "1")
+
+
+# --- depth-sweep: its comma lists, each entry once ------------------------------------------
+
+@pytest.mark.parametrize(("args", "words"), [
+    (("--depths", "4,4"), "--depths repeats 4"),
+    (("--depths", "1,2,1,2"), "--depths repeats 1, 2"),
+    (("--variants", "pre,pre"), "--variants names 'pre' more than once"),
+    (("--variants", "pre,,post"), "--variants has an empty name"),
+    (("--variants", ","), "--variants has an empty name"),
+    (("--variants", "pree"), "did you mean 'pre'?"),
+    (("--variants", "[bold]x[/]"), "(got '[bold]x[/]')"),
+])
+def test_depth_sweep_lists_name_each_entry_once(args: tuple[str, ...], words: str) -> None:
+    assert words in refused(*SWEEP, *args)
+
+
+def test_depth_sweep_lists_of_100000_entries_answer_at_once() -> None:
+    started = time.monotonic()
+    for args in (("--variants", ",".join(["pre"] * 100_000)),
+                 ("--variants", ",".join(["x"] * 100_000)),
+                 ("--depths", ",".join(str(i % 10_000 + 1) for i in range(100_000)))):
+        assert "once" in refused(*SWEEP, *args) or "one of" in refused(*SWEEP, *args)
+    assert time.monotonic() - started < 5  # a quadratic count took minutes
+
+
+def test_depth_sweep_unsorted_depths_still_run() -> None:
+    accepted(*SWEEP[:-1], "2,1", "--variants", " pre , post ")
+
+
+@pytest.mark.parametrize(("sublayer", "override", "name"), [
+    ("linear", ("--init-std", "0.5"), "--init-std"),
+    ("linear", ("--n-heads", "2"), "--n-heads"),
+    ("linear", ("--d-ff", "8"), "--d-ff"),
+    ("attention", ("--d-ff", "8"), "--d-ff"),
+    ("ffn", ("--n-heads", "2"), "--n-heads"),
+    ("ffn", ("--n-kv-heads", "2"), "--n-kv-heads"),
+])
+def test_depth_sweep_refuses_an_override_its_sublayer_never_reads(sublayer: str,
+                                                                  override: tuple[str, str],
+                                                                  name: str) -> None:
+    err = refused(*SWEEP, "--sublayer", sublayer, *override)
+    assert f"--sublayer {sublayer} does not use {name}" in err
+
+
+def test_depth_sweep_overrides_a_sublayer_reads_still_apply() -> None:
+    accepted(*SWEEP, "--sublayer", "attention", "--n-heads", "2")
+    accepted(*SWEEP, "--sublayer", "ffn", "--d-ff", "8", "--init-std", "0.05")
+    accepted(*SWEEP, "--sublayer", "linear", "--d-model", "8")
