@@ -7,6 +7,7 @@ model directory holding config.json (handled by tfcli.checkpoints).
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 import stat
 import typing
@@ -70,9 +71,32 @@ def is_bundled_name(arg: str) -> bool:
 
 def _exists(arg: str) -> bool:
     try:
-        return Path(arg).exists()
+        if Path(arg).exists():
+            return True
+        _check_links(Path(arg))
+        return False
     except OSError as exc:  # ENAMETOOLONG, EACCES on a parent: exists() only hides ENOENT & co
         raise SpecError(arg, [Problem("", f"cannot be read: {exc.strerror or exc}")]) from None
+
+
+def _check_links(path: Path) -> None:
+    """SpecError when `path` is missing because a symlink on it is broken: a loop, or a link
+    to nothing. exists() says False for both, which read as 'no such file' (or, for
+    `loop/x`, as a Hub id to fetch) when the user named a local path."""
+    for part in (*reversed(path.parents), path):
+        try:
+            if not part.is_symlink():
+                continue
+            os.stat(part)
+        except OSError as exc:
+            link = "is" if part == path else f"goes through {clip(str(part))}, which is"
+            if exc.errno == errno.ELOOP:
+                problem = f"{link} a symlink loop ({exc.strerror})"
+            elif exc.errno == errno.ENOENT and part.is_symlink():
+                problem = f"{link} a symlink to {shown(os.readlink(part))}, which does not exist"
+            else:
+                return  # a missing parent: plainly no such file
+            raise SpecError(str(path), [Problem("", problem)]) from None
 
 
 def hub_ref(arg: str) -> Any:

@@ -81,3 +81,33 @@ def test_depth_sweep_overrides_a_sublayer_reads_still_apply() -> None:
     accepted(*SWEEP, "--sublayer", "attention", "--n-heads", "2")
     accepted(*SWEEP, "--sublayer", "ffn", "--d-ff", "8", "--init-std", "0.05")
     accepted(*SWEEP, "--sublayer", "linear", "--d-model", "8")
+
+
+# --- a SPEC path through a broken symlink ----------------------------------------------------
+
+@pytest.fixture
+def broken_links(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # a Hub lookup would be the bug
+    (tmp_path / "loop_a").symlink_to("loop_b")
+    (tmp_path / "loop_b").symlink_to("loop_a")
+    (tmp_path / "dangling").symlink_to("nowhere")
+    return tmp_path
+
+
+@pytest.mark.parametrize(("spec", "words"), [
+    ("loop_a", "loop_a: is a symlink loop"),
+    ("loop_a/config.json", "goes through loop_a, which is a symlink loop"),
+    ("dangling", "dangling: is a symlink to 'nowhere', which does not exist"),
+    ("dangling/x", "goes through dangling, which is a symlink to 'nowhere'"),
+])
+@pytest.mark.parametrize("command", ["params", "import-config", "run"])
+def test_a_broken_symlink_is_named_not_no_such_file_or_a_hub_id(broken_links: Path, spec: str,
+                                                                 words: str, command: str) -> None:
+    err = refused(command, spec)
+    assert words in err and "Hub" not in err and "bundled" not in err
+
+
+def test_validate_names_the_broken_link_too(broken_links: Path) -> None:
+    code, out, _ = run_in_memory("validate", "loop_a", "dangling/x")
+    assert code == 2 and "symlink loop" in out and "symlink to 'nowhere'" in out
