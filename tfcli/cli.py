@@ -329,7 +329,7 @@ def trace_cmd(
     window: WindowOpt = False,
     matmuls_only: MatmulsOnlyOpt = False,
     layers: LayersOpt = None,
-    seed: SeedOpt = 0,
+    seed: Annotated[int | None, typer.Option("--seed", min=0, help="--execute: seed of the random weights (default 0).")] = None,
     fmt: FormatOpt = OutputFormat.table,
 ) -> None:
     """Shapes, FLOPs and activation memory through each block, analytic for any size.
@@ -339,6 +339,11 @@ def trace_cmd(
     from tfcli.analysis.trace import build_trace
     from tfcli.render.trace import render_trace
 
+    if seed is not None and not execute:  # the analytic trace draws nothing
+        from tfcli.errors import BadInputError
+
+        raise BadInputError("--seed draws the weights of --execute's forward pass: add "
+                            "--execute, or drop --seed")
     model_spec = _load(spec, layers)
     report = build_trace(model_spec, batch=batch, seq_len=seq_len, src_len=src_len,
                          tgt_len=tgt_len, dtype=dtype.value).at_depth(depth)
@@ -349,7 +354,7 @@ def trace_cmd(
     if not execute:
         emit(report, fmt, lambda: render_trace(report))
         return
-    _trace_execute(model_spec, report, seed, fmt)
+    _trace_execute(model_spec, report, seed or 0, fmt)
 
 
 def _trace_execute(spec: Any, report: Any, seed: int, fmt: OutputFormat) -> None:

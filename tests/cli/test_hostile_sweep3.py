@@ -111,3 +111,13 @@ def test_a_broken_symlink_is_named_not_no_such_file_or_a_hub_id(broken_links: Pa
 def test_validate_names_the_broken_link_too(broken_links: Path) -> None:
     code, out, _ = run_in_memory("validate", "loop_a", "dangling/x")
     assert code == 2 and "symlink loop" in out and "symlink to 'nowhere'" in out
+
+
+# --- options a command would ignore ----------------------------------------------------------
+
+def test_trace_refuses_a_seed_without_execute() -> None:
+    """The analytic trace draws nothing: --seed without --execute changed nothing."""
+    assert "--seed draws the weights of --execute" in refused("trace", "lesson-tiny", "--seed", "3")
+    out = accepted("trace", "lesson-tiny", "--seq-len", "4", "--depth", "1", "--execute",
+                   "--seed", "3", "-f", "json")
+    assert '"seed": 3' in out
