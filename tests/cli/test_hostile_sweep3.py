@@ -121,3 +121,15 @@ def test_trace_refuses_a_seed_without_execute() -> None:
     out = accepted("trace", "lesson-tiny", "--seq-len", "4", "--depth", "1", "--execute",
                    "--seed", "3", "-f", "json")
     assert '"seed": 3' in out
+
+
+# --- run: which text of a batch is wrong -----------------------------------------------------
+
+@pytest.mark.parametrize(("texts", "words"), [
+    (("a", ""), "--text 2 of 2 is empty"),
+    (("", "a", "b"), "--text 1 of 3 is empty"),
+    (("a", "x" * 100), "--text 2 of 2 is 100 tokens, longer than 64"),
+    (("",), "--text is empty"),
+])
+def test_run_names_the_text_of_a_batch_at_fault(texts: tuple[str, ...], words: str) -> None:
+    assert words in refused("run", "lesson-tiny", *texts)

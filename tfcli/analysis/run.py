@@ -141,7 +141,8 @@ def build_inputs(spec: Spec, *, text: str | Sequence[str] | None, tokens: str | 
                                   "--text" if text is not None else "--target")
     notes: list[str] = []
     if texts is not None and tokenizer is not None:
-        rows = [_encode(spec, tokenizer, t, "--text", truncate, notes) for t in texts]
+        rows = [_encode(spec, tokenizer, t, _nth("--text", i, len(texts)), truncate, notes)
+                for i, t in enumerate(texts, start=1)]
         if len(rows) > 1:
             padded, mask = right_pad([np.array(r, dtype=np.int64) for r in rows])
             return RunInputs(padded, _decoder_start(spec, len(rows)), "text", tokenizer,
@@ -204,6 +205,11 @@ def run_plan(spec: Spec, dtype: type, *, text: str | Sequence[str] | None, token
         decoder = 1 if target is None else _longest_encoding(spec, target)
         work = Workload(batch=len(texts or [""]), seq_len=length, decoder_len=decoder, loss=True)
     return run_estimate(spec, dtype, work)
+
+
+def _nth(option: str, index: int, count: int) -> str:
+    """Which text of a batch a message is about: '--text' alone, else '--text 2 of 3'."""
+    return option if count == 1 else f"{option} {index} of {count}"
 
 
 def _encode(spec: Spec, tokenizer: Tokenizer, text: str, option: str, truncate: bool,
