@@ -6,6 +6,7 @@ import tracemalloc
 
 import pytest
 
+from tfcli.errors import BadInputError
 from tfcli.params import components, kv_cache_bytes, total_parameters
 from tfcli.analysis.params_report import build_params_report
 from tfcli.spec import Spec
@@ -143,10 +144,16 @@ def test_int4_memory_rounds_up_to_whole_bytes() -> None:
 
 
 def test_a_context_beyond_max_seq_len_is_noted() -> None:
-    spec = load_spec("gpt2")
+    spec = load_spec("llama-2-7b")  # RoPE: a longer cache is a what-if, noted
     assert not any("beyond" in n for n in build_params_report(spec).notes)
-    notes = build_params_report(spec, context=4096).notes
-    assert any("4,096 tokens, beyond gpt2's max_seq_len 1,024" in n for n in notes)
+    notes = build_params_report(spec, context=8192).notes
+    assert any("8,192 tokens, beyond llama-2-7b's max_seq_len 4,096" in n for n in notes)
+
+
+def test_a_context_past_learned_positions_is_refused() -> None:
+    """gpt2 has no position row past 1,024: refused as trace / perf / memory refuse it."""
+    with pytest.raises(BadInputError, match="--seq-len 1025 exceeds max_seq_len 1024 of gpt2"):
+        build_params_report(load_spec("gpt2"), context=1025)
 
 
 def test_counting_is_analytic_for_a_trillion_parameters() -> None:

@@ -133,3 +133,15 @@ def test_trace_refuses_a_seed_without_execute() -> None:
 ])
 def test_run_names_the_text_of_a_batch_at_fault(texts: tuple[str, ...], words: str) -> None:
     assert words in refused("run", "lesson-tiny", *texts)
+
+
+# --- params: a --seq-len past learned positions, as the other commands -----------------------
+
+@pytest.mark.parametrize("command", ["params", "trace", "memory"])
+def test_every_command_refuses_a_seq_len_past_learned_positions(command: str) -> None:
+    err = refused(command, "gpt2", "--seq-len", "1025")
+    assert "--seq-len 1025 exceeds max_seq_len 1024 of gpt2" in err
+
+
+def test_params_still_notes_a_rope_cache_past_max_seq_len() -> None:
+    assert "beyond llama-2-7b's max_seq_len" in accepted("params", "llama-2-7b", "--seq-len", "8192")

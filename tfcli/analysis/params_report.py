@@ -311,6 +311,9 @@ def build_params_report(spec: Spec, *, context: int | None = None, batch: int = 
             raise BadInputError(f"{option} must be between 1 and 2^40 ({MAX_COUNT:,}), got "
                                 f"{shown(value)}")
     context = spec.max_seq_len if context is None else context
+    if spec.positions == "learned" and context > spec.max_seq_len:  # as trace / perf / memory
+        raise BadInputError(f"--seq-len {context} exceeds max_seq_len {spec.max_seq_len} of "
+                            f"{spec.name} (learned positions have no row past it)")
     source_len = context if spec.family == "encoder-decoder" else 0
     window = spec.sliding_window if spec.family == "decoder" else None  # an encoder caches none
     if window is not None and window >= context:  # the window hides no cached token
