@@ -145,3 +145,21 @@ def test_every_command_refuses_a_seq_len_past_learned_positions(command: str) ->
 
 def test_params_still_notes_a_rope_cache_past_max_seq_len() -> None:
     assert "beyond llama-2-7b's max_seq_len" in accepted("params", "llama-2-7b", "--seq-len", "8192")
+
+
+# --- depth-sweep --weight-scale past what --dtype holds --------------------------------------
+
+@pytest.mark.parametrize(("scale", "dtype"), [("3e38", "float32"), ("2.2e37", "float32"),
+                                              ("1.2e307", "float64"), ("1e308", "float64")])
+def test_a_weight_scale_whose_draws_overflow_the_dtype_is_refused(scale: str, dtype: str) -> None:
+    """The matrix would be inf at layer 1 (nothing measured), and the cast's RuntimeWarning
+    escaped errstate in the thread that draws the layers."""
+    err = refused("depth-sweep", "--sublayer", "linear", "--depths", "1,2", "-q",
+                  "--weight-scale", scale, "--dtype", dtype)
+    assert f"overflows {dtype} weights: at most" in err and "Warning" not in err
+
+
+def test_a_large_weight_scale_that_fits_is_still_measured() -> None:
+    out = accepted("depth-sweep", "--sublayer", "linear", "--depths", "1,2", "-q", "-f", "json",
+                   "--weight-scale", "1e30", "--dtype", "float32")
+    assert '"weight_scale": 1e+30' in out

@@ -55,7 +55,8 @@ from tfcli.analysis.depth_size import (MAX_DEPTH, MAX_SWEEP_WORK, SWEEP_OPTIONS,
                                        sweep_size)
 from tfcli.analysis.memory import MemoryLimit, check_fits
 from tfcli.dtypes import SWEEP_DTYPES
-from tfcli.errors import BadInputError, SpecConsistencyError, check_names_listed_once, not_one_of
+from tfcli.errors import (BadInputError, SpecConsistencyError, check_names_listed_once,
+                          not_one_of, shown)
 from tfcli.spec import Spec
 
 __all__ = ["DepthSweepOptions", "DepthSweepResult", "DepthPoint", "VariantSummary",
@@ -134,9 +135,9 @@ def check_sweep_size(spec: Spec | None, options: DepthSweepOptions,
 def _check_options(o: DepthSweepOptions) -> None:
     problems = []
     if not o.depths or any(not isinstance(d, int) or not 1 <= d <= MAX_DEPTH for d in o.depths):
-        shown = ", ".join(f"{d:,}" if isinstance(d, int) else repr(d)[:20] for d in o.depths[:8])
+        listed = ", ".join(f"{d:,}" if isinstance(d, int) else repr(d)[:20] for d in o.depths[:8])
         more = ", ..." if len(o.depths) > 8 else ""
-        problems.append(f"--depths must be integers from 1 to {MAX_DEPTH:,} (got {shown}{more})")
+        problems.append(f"--depths must be integers from 1 to {MAX_DEPTH:,} (got {listed}{more})")
     repeated = sorted(d for d, n in Counter(o.depths).items() if n > 1)  # O(n): 10^6 items
     if repeated:  # a sweep takes each point once, as memory / perf refuse --batch 1,1
         more = ", …" if len(repeated) > 8 else ""
@@ -156,10 +157,21 @@ def _check_options(o: DepthSweepOptions) -> None:
         # Only inf: the sweep measures an overflow from a large finite scale (1e30) layer by
         # layer, but an infinite matrix turns every variant NaN at layer 1 and measures nothing.
         problems.append(f"--weight-scale must be finite (got {o.weight_scale:g})")
+    elif o.weight_scale is not None and o.dtype in SWEEP_DTYPES \
+            and o.weight_scale > _largest_scale(o.dtype):
+        # Its draws would not fit the dtype: an infinite matrix again (3e38 in float32), and the
+        # cast's overflow warning escapes errstate in the thread that draws the layers.
+        problems.append(f"--weight-scale {shown(o.weight_scale)} overflows {o.dtype} weights: "
+                        f"at most {shown(_largest_scale(o.dtype))} with --dtype {o.dtype}")
     if o.fd_step is not None and not 0 < o.fd_step < 1:
         problems.append(f"--fd-step must be in (0, 1) (got {o.fd_step})")
     if problems:
         raise BadInputError("; ".join(problems))
+
+
+def _largest_scale(dtype: str) -> float:
+    """The largest --weight-scale whose normal draws (|z| < 16) are finite in `dtype`."""
+    return float(np.finfo(np.dtype(dtype)).max) / 16
 
 
 def _variant_problems(variants: tuple[str, ...]) -> list[str]:
