@@ -282,7 +282,7 @@ def generate_cmd(
 
     Example: tfcli generate gpt2 "Hello" --max-new-tokens 20 --layers 2 --check-cache
     """
-    from tfcli.analysis.generation import generate_plan, generate_text, prompt_tokens
+    from tfcli.analysis.generation import generate_plan, generate_text, prompt_tokens, stop_tokens
     from tfcli.analysis.generation_mode import GenerationMode
     from tfcli.analysis.model_source import load_model
     from tfcli.engine.generate import GenerationRequest
@@ -300,14 +300,11 @@ def generate_cmd(
         model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype.value,
                            seed=seed, estimate=plan)
     given = prompt_tokens(model, prompt, tokens, max_new_tokens=max_new_tokens, truncate=truncate)
-    from tfcli.checkpoints.eos import eos_tokens
-
-    eos = () if ignore_eos else eos_tokens(model.weights_dir, model.spec.vocab_size)
-    stops = eos + (() if stop_token is None or stop_token in eos else (stop_token,))
+    stops, eos_notes = stop_tokens(model, stop_token, ignore_eos)
     request = GenerationRequest(prompts=(given.ids,), max_new_tokens=max_new_tokens,
                                 sampling=sampling, stop_tokens=stops)
     with stream_generation(given.ids, given.tokenizer, live=fmt is OutputFormat.table) as on_token:
-        result = generate_text(model, request, given.tokenizer, notes=given.notes, mode=mode,
+        result = generate_text(model, request, given.tokenizer, notes=given.notes + eos_notes, mode=mode,
                                on_token=on_token)
     emit(result, fmt, lambda: render_generate(result))
     if result.check is not None and result.check.failure:

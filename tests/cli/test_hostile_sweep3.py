@@ -163,3 +163,11 @@ def test_a_large_weight_scale_that_fits_is_still_measured() -> None:
     out = accepted("depth-sweep", "--sublayer", "linear", "--depths", "1,2", "-q", "-f", "json",
                    "--weight-scale", "1e30", "--dtype", "float32")
     assert '"weight_scale": 1e+30' in out
+
+
+def test_generate_says_when_ignore_eos_has_nothing_to_ignore() -> None:
+    """Random weights have no end-of-sequence token: --ignore-eos changed nothing, silently."""
+    args = ("generate", "lesson-tiny", "--tokens", "1", "--max-new-tokens", "2", "-f", "json")
+    assert "--ignore-eos has no effect: random weights have no end-of-sequence token" in \
+        accepted(*args, "--ignore-eos")
+    assert "ignore-eos" not in accepted(*args)

@@ -18,7 +18,7 @@ from tfcli.arrays import Array
 from tfcli.dtypes import ENGINE_DTYPES
 from tfcli.engine.generate import GenerationRequest, generate
 from tfcli.engine.sampling import SamplingConfig
-from tfcli.errors import BadInputError
+from tfcli.errors import BadInputError, clip
 from tfcli.params import kv_cache_bytes
 from tfcli.spec import Spec
 from tfcli.tokenizer import (BYTE_VOCAB, ByteTokenizer, Tokenizer, fit_length, get_tokenizer,
@@ -174,6 +174,20 @@ def prompt_tokens(model: Model, prompt: str | None, tokens: str | None, *,
     if not encoded.ids:
         raise BadInputError("--text is empty: nothing to continue")
     return Prompt(encoded.ids, tokenizer, (encoded.note,) if encoded.note else ())
+
+
+def stop_tokens(model: Model, stop_token: int | None, ignore_eos: bool) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """The ids that end generation (the checkpoint's EOS unless `ignore_eos`, then --stop-token)
+    and a note when --ignore-eos has no end-of-sequence token to ignore (random weights)."""
+    from tfcli.checkpoints.eos import eos_tokens
+
+    found = eos_tokens(model.weights_dir, model.spec.vocab_size)
+    eos = () if ignore_eos else found
+    stops = eos + (() if stop_token is None or stop_token in eos else (stop_token,))
+    source = f"{clip(str(model.weights_dir))} has" if model.weights_dir else "random weights have"
+    notes = (f"--ignore-eos has no effect: {source} no end-of-sequence token",) \
+        if ignore_eos and not found else ()
+    return stops, notes
 
 
 def generate_plan(spec: Spec, dtype: type, *, prompt: str | None, tokens: str | None,
