@@ -171,3 +171,21 @@ def test_generate_says_when_ignore_eos_has_nothing_to_ignore() -> None:
     assert "--ignore-eos has no effect: random weights have no end-of-sequence token" in \
         accepted(*args, "--ignore-eos")
     assert "ignore-eos" not in accepted(*args)
+
+
+def test_ignore_eos_still_gets_past_a_malformed_eos_token_id(monkeypatch) -> None:
+    """Before, --ignore-eos never read generation_config.json; it still is the way past a bad one."""
+    from types import SimpleNamespace
+
+    from tfcli.analysis import generation
+    from tfcli.checkpoints import eos
+    from tfcli.errors import BadInputError
+
+    def malformed(source: str | None, vocab_size: int) -> tuple[int, ...]:
+        raise BadInputError("m/generation_config.json: eos_token_id must be a token id")
+
+    monkeypatch.setattr(eos, "eos_tokens", malformed)
+    model = SimpleNamespace(weights_dir="m", spec=SimpleNamespace(vocab_size=300))
+    assert generation.stop_tokens(model, 7, ignore_eos=True) == ((7,), ())
+    with pytest.raises(BadInputError, match="eos_token_id"):
+        generation.stop_tokens(model, 7, ignore_eos=False)

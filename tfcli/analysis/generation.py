@@ -181,7 +181,12 @@ def stop_tokens(model: Model, stop_token: int | None, ignore_eos: bool) -> tuple
     and a note when --ignore-eos has no end-of-sequence token to ignore (random weights)."""
     from tfcli.checkpoints.eos import eos_tokens
 
-    found = eos_tokens(model.weights_dir, model.spec.vocab_size)
+    try:
+        found = eos_tokens(model.weights_dir, model.spec.vocab_size)
+    except BadInputError:
+        if not ignore_eos:
+            raise
+        found = (-1,)  # a malformed eos_token_id: --ignore-eos is the way past it, no note
     eos = () if ignore_eos else found
     stops = eos + (() if stop_token is None or stop_token in eos else (stop_token,))
     source = f"{clip(str(model.weights_dir))} has" if model.weights_dir else "random weights have"
