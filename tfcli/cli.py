@@ -336,11 +336,14 @@ def trace_cmd(
     from tfcli.analysis.trace import build_trace
     from tfcli.render.trace import render_trace
 
-    if seed is not None and not execute:  # the analytic trace draws nothing
-        from tfcli.errors import BadInputError
+    from tfcli.errors import BadInputError
 
+    if seed is not None and not execute:  # the analytic trace draws nothing
         raise BadInputError("--seed draws the weights of --execute's forward pass: add "
                             "--execute, or drop --seed")
+    if None not in (seq_len, src_len, tgt_len):  # --seq-len is only their default
+        raise BadInputError(f"--seq-len {seq_len} sets the lengths --src-len and --tgt-len "
+                            "leave out; with both given it would set nothing: drop it")
     model_spec = _load(spec, layers)
     report = build_trace(model_spec, batch=batch, seq_len=seq_len, src_len=src_len,
                          tgt_len=tgt_len, dtype=dtype.value).at_depth(depth)

@@ -189,3 +189,10 @@ def test_ignore_eos_still_gets_past_a_malformed_eos_token_id(monkeypatch) -> Non
     assert generation.stop_tokens(model, 7, ignore_eos=True) == ((7,), ())
     with pytest.raises(BadInputError, match="eos_token_id"):
         generation.stop_tokens(model, 7, ignore_eos=False)
+
+
+def test_trace_refuses_a_seq_len_that_both_src_and_tgt_len_override() -> None:
+    err = refused("trace", "t5-small", "--seq-len", "4", "--src-len", "8", "--tgt-len", "8")
+    assert "--seq-len 4 sets the lengths --src-len and --tgt-len leave out" in err
+    out = accepted("trace", "t5-small", "--seq-len", "4", "--src-len", "8", "-f", "json")
+    assert '"src_len": 8' in out and '"tgt_len": 4' in out
