@@ -32,7 +32,7 @@ SeedOpt = Annotated[int, typer.Option("--seed", min=0, help="Seed for every rand
 DtypeOpt = Annotated[EngineDtype, typer.Option("--dtype", help="What the engine computes in.")]
 LayersOpt = Annotated[
     int | None,
-    typer.Option("--layers", min=1, metavar="K", help="Truncate every stack to K blocks (to fit big specs)."),
+    typer.Option("--layers", min=1, metavar="K", help="Every stack with K blocks: fewer to fit a big spec, more to size a deeper variant."),
 ]
 WeightsOpt = Annotated[
     str | None,
