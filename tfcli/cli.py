@@ -282,7 +282,8 @@ def generate_cmd(
 
     Example: tfcli generate gpt2 "Hello" --max-new-tokens 20 --layers 2 --check-cache
     """
-    from tfcli.analysis.generation import generate_plan, generate_text, prompt_tokens, stop_tokens
+    from tfcli.analysis.generation import (generate_plan, generate_text, prompt_tokens,
+                                           stop_tokens)
     from tfcli.analysis.generation_mode import GenerationMode
     from tfcli.analysis.model_source import load_model
     from tfcli.engine.generate import GenerationRequest
@@ -304,8 +305,8 @@ def generate_cmd(
     request = GenerationRequest(prompts=(given.ids,), max_new_tokens=max_new_tokens,
                                 sampling=sampling, stop_tokens=stops)
     with stream_generation(given.ids, given.tokenizer, live=fmt is OutputFormat.table) as on_token:
-        result = generate_text(model, request, given.tokenizer, notes=given.notes + eos_notes, mode=mode,
-                               on_token=on_token)
+        result = generate_text(model, request, given.tokenizer, notes=given.notes + eos_notes,
+                               mode=mode, on_token=on_token)
     emit(result, fmt, lambda: render_generate(result))
     if result.check is not None and result.check.failure:
         raise CheckFailedError(result.check.failure)
@@ -334,9 +335,8 @@ def trace_cmd(
     Example: tfcli trace llama-2-7b --seq-len 4096 --depth 2
     """
     from tfcli.analysis.trace import build_trace
-    from tfcli.render.trace import render_trace
-
     from tfcli.errors import BadInputError
+    from tfcli.render.trace import render_trace
 
     if seed is not None and not execute:  # the analytic trace draws nothing
         raise BadInputError("--seed draws the weights of --execute's forward pass: add "

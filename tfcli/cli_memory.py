@@ -92,7 +92,8 @@ def memory_cmd(
         dtype=_dtype(dtype, attention.value), attention=attention.value,
         kv_dtype=kv_dtype.value if kv_dtype is not None else None, group_size=group_size,
         train=train, optimizer=optimizer.value, recompute=recompute.value, gpus=gpus, zero=zero,
-        tp=tp, lora_rank=lora_rank, lora_targets=_lora_targets(lora_targets, lora_rank), dropout=dropout,
+        tp=tp, lora_rank=lora_rank, lora_targets=_lora_targets(lora_targets, lora_rank),
+        dropout=dropout,
         workers=_engine_workers() if attention.value == "engine" else 1,
         fused=_fused(fused, spec),
         stored_bytes=None if train or layers else _stored_bytes(spec, model_spec))

@@ -6,6 +6,7 @@ shows a traceback only under TFCLI_DEBUG=1.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 EXIT_CHECK_FAILED = 1  # the tool ran, but a check it was asked to make failed
@@ -141,8 +142,12 @@ def check_names_listed_once(option: str, names: tuple[str, ...],
 
 def not_one_of(option: str, value: object, allowed: tuple[str, ...]) -> str:
     """The message for a value an option does not take, e.g. "--dtype must be one of float32,
-    float64 (got 'float16')"; the value quoted by shown()."""
-    return f"{option} must be one of {', '.join(allowed)} (got {shown(value)})"
+    float64 (got 'float61'); did you mean 'float16'?"; the value quoted by shown()."""
+    hint = ""
+    if isinstance(value, str):  # a typo's nearest choice; a prefix is enough to find it
+        close = difflib.get_close_matches(value[:SHOWN_LIMIT].lower(), allowed, n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"{option} must be one of {', '.join(allowed)} (got {shown(value)}){hint}"
 
 
 def clip(text: str, limit: int = 2 * SHOWN_LIMIT) -> str:

@@ -176,23 +176,24 @@ def prompt_tokens(model: Model, prompt: str | None, tokens: str | None, *,
     return Prompt(encoded.ids, tokenizer, (encoded.note,) if encoded.note else ())
 
 
-def stop_tokens(model: Model, stop_token: int | None, ignore_eos: bool) -> tuple[tuple[int, ...], tuple[str, ...]]:
+def stop_tokens(model: Model, stop_token: int | None,
+                ignore_eos: bool) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """The ids that end generation (the checkpoint's EOS unless `ignore_eos`, then --stop-token)
     and a note when --ignore-eos has no end-of-sequence token to ignore (random weights)."""
     from tfcli.checkpoints.eos import eos_tokens
 
+    extra = () if stop_token is None else (stop_token,)
+    if not ignore_eos:
+        eos = eos_tokens(model.weights_dir, model.spec.vocab_size)
+        return eos + tuple(t for t in extra if t not in eos), ()
     try:
-        found = eos_tokens(model.weights_dir, model.spec.vocab_size)
-    except BadInputError:
-        if not ignore_eos:
-            raise
-        found = (-1,)  # a malformed eos_token_id: --ignore-eos is the way past it, no note
-    eos = () if ignore_eos else found
-    stops = eos + (() if stop_token is None or stop_token in eos else (stop_token,))
+        has_eos = bool(eos_tokens(model.weights_dir, model.spec.vocab_size))
+    except BadInputError:  # a malformed eos_token_id: --ignore-eos is the way past it
+        has_eos = True
+    if has_eos:
+        return extra, ()
     source = f"{clip(str(model.weights_dir))} has" if model.weights_dir else "random weights have"
-    notes = (f"--ignore-eos has no effect: {source} no end-of-sequence token",) \
-        if ignore_eos and not found else ()
-    return stops, notes
+    return extra, (f"--ignore-eos has no effect: {source} no end-of-sequence token",)
 
 
 def generate_plan(spec: Spec, dtype: type, *, prompt: str | None, tokens: str | None,

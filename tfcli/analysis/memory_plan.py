@@ -14,7 +14,6 @@ shard over the data-parallel GPUs, tensor parallelism over --tp. docs/memory.md 
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import asdict, dataclass, field, replace
 
 from tfcli.analysis.activations import ATTENTION_KINDS, Workload, inference_peak
@@ -152,9 +151,7 @@ def check_lora_targets(targets: tuple[str, ...]) -> None:
     check_names_listed_once("--lora-targets", targets, allowed)
     for target in targets:
         if target not in LORA_TARGETS:
-            close = difflib.get_close_matches(target[:16].lower(), allowed, n=1, cutoff=0.6)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            raise BadInputError(not_one_of("--lora-targets", target, allowed) + hint)
+            raise BadInputError(not_one_of("--lora-targets", target, allowed))
 
 
 # --- weights --------------------------------------------------------------------------------
