@@ -138,3 +138,24 @@ def test_a_real_process_prints_one_line_and_no_numpy_warning(write_spec) -> None
     assert done.returncode == 1, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("tfcli: error: "), done.stderr
     assert "decoder block" in done.stderr
+
+
+@pytest.fixture
+def huge_embedding_checkpoint(tmp_path: Path) -> Path:
+    """GPT-2's LayerNorms with biases: before issue 28.8 the overflowed norm gave its bias at
+    every position, so logits were finite and the same for every token (exit 0, nothing said)."""
+    tensors = gpt2_tensors(np.random.default_rng(0))
+    tensors["transformer.wte.weight"] *= 1e20
+    return write_model(tmp_path / "huge-gpt2", GPT2_CONFIG, tensors)
+
+
+@pytest.mark.parametrize("command", ["run", "generate"])
+def test_a_norm_that_overflows_is_named_not_shown_as_a_result(invoke, huge_embedding_checkpoint,
+                                                             command: str) -> None:
+    args = args_for(command, huge_embedding_checkpoint)
+    if command == "generate":
+        args[-1] = "2"  # the checkpoint holds 8 positions
+    one_line_error(invoke(*args), 1, "overflowed float32: first in decoder block 0",
+                   "try --dtype float64")
+    result = invoke(*args, "--dtype", "float64")
+    assert result.exit_code == 0 and "Warning" not in result.stderr, result.stderr

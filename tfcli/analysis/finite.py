@@ -149,6 +149,13 @@ def nonfinite_error(spec: Spec, weights: Weights, dtype: str, origin: str, token
     where, kind, largest = found
     limit = float(np.finfo(np.dtype(dtype)).max)
     hint = "; try --dtype float64" if dtype == "float32" and dtype_hint else ""
+    # A block whose input's squares pass the dtype's max: its norm's mean square overflowed
+    # (ops._undefined_where_overflowed turned the row's silent 0 into NaN).
+    if spec.norm != "none" and largest > math.sqrt(limit):
+        return NonFiniteError(f"{what} overflowed {dtype}: first in {where}, whose input peaked "
+                              f"at |x| = {largest:.3g}, beyond {math.sqrt(limit):.3g}, the largest "
+                              f"value whose square {dtype} holds (a norm would make the row 0: "
+                              f"every hidden state alike, every logit equal){hint}")
     return NonFiniteError(f"{what} produced {kind} in {dtype}: first in {where}, whose input "
                           f"peaked at |x| = {largest:.3g} ({dtype} max {limit:.3g}){hint}")
 

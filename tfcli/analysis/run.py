@@ -379,7 +379,7 @@ def run_forward(model: Model, inputs: RunInputs, *, seed: int = 0, pooling: Pool
         encoder_norms=None if out.encoder_hidden is None else _norms(out.encoder_hidden, inputs.mask),
         logits_shape=None if logits is None else list(logits.shape),
         logits_stats=None if logits is None else {
-            "mean": float(logits.mean()), "std": float(logits.std()),
+            "mean": float(logits.mean(dtype=np.float64)), "std": float(logits.std(dtype=np.float64)),
             "min": float(logits.min()), "max": float(logits.max())},
         top_next=None if logits is None or spec.family == "encoder" else _top_next(
             logits, inputs.tokenizer, None if spec.family == "encoder-decoder" else inputs.mask),

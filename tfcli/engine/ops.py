@@ -194,11 +194,22 @@ def _row_mean(x: Array) -> Array:
     return total
 
 
+def _undefined_where_overflowed(stat: Array) -> None:
+    """A norm's mean square (rows, 1) that overflowed to inf (|x| past ~1.8e19 in float32) would
+    scale its row by 1/sqrt(inf) = 0: every hidden state 0 (or the bias), every logit equal - a
+    finite, confident and meaningless result. Such rows become NaN instead, so the forward
+    pass's finiteness check (analysis/finite.py) names the block and points at float64. A
+    reduction over (rows, 1): nothing next to the norm itself."""
+    if np.isinf(stat.max()):
+        stat[np.isinf(stat)] = np.nan
+
+
 def layer_norm(x: Array, scale: Array | None, bias: Array | None, eps: float) -> Array:
     """(x - mean) / sqrt(var + eps) * scale + bias over the last axis (Ba et al. 2016)."""
     centred = x - _row_mean(x)
     var = _row_mean(np.square(centred))
     var += eps
+    _undefined_where_overflowed(var)
     centred *= np.reciprocal(np.sqrt(var, out=var), out=var)
     if scale is not None:
         centred *= scale
@@ -211,6 +222,7 @@ def rms_norm(x: Array, scale: Array | None, eps: float) -> Array:
     """x / sqrt(mean(x^2) + eps) * scale (Zhang & Sennrich 2019; T5 and LLaMA)."""
     ms = _row_mean(np.square(x))
     ms += eps
+    _undefined_where_overflowed(ms)
     out = x * np.reciprocal(np.sqrt(ms, out=ms), out=ms)
     if scale is not None:
         out *= scale
