@@ -19,6 +19,7 @@ from rich.text import Text
 from tfcli.analysis.depth_result import (
     COLLAPSE_BELOW, EXPLOSION_ABOVE, RANK_COLLAPSE_ABOVE, DepthPoint, DepthSweepResult,
 )
+from tfcli.deps import calling, quiet, require
 from tfcli.errors import BadInputError
 from tfcli.render.chart import LineChart, chart_text
 from tfcli.render.safe import for_matplotlib, plain
@@ -196,24 +197,35 @@ def chart_legend(chart: _Chart) -> str:
 
 
 def check_png_possible(path: str | os.PathLike[str]) -> None:
-    """Fail before a long sweep, not after: matplotlib present, and the target a new path or a
-    regular file ending in .png (the chart is always PNG; another suffix is refused rather than
-    given PNG bytes under a misleading name)."""
+    """Fail before a long sweep, not after: matplotlib importable (a broken install is found
+    here, not after the work), and the target a new path or a regular file ending in .png (the
+    chart is always PNG; another suffix is refused rather than given PNG bytes under a
+    misleading name)."""
+    png_figure_class()
+    check_output_file(os.fspath(path), "--plot", suffix=".png")
+
+
+def png_figure_class() -> Any:
+    """matplotlib's Figure (no pyplot: no global state, no GUI backend), through tfcli.deps."""
     import importlib.util
 
     if importlib.util.find_spec("matplotlib") is None:
         raise BadInputError(PLOT_NEEDS_MATPLOTLIB)
-    check_output_file(os.fspath(path), "--plot", suffix=".png")
+    with quiet():  # an unwritable MPLCONFIGDIR logs a warning on import
+        return require("matplotlib.figure", "--plot").Figure
 
 
 def write_png(result: DepthSweepResult, path: str | os.PathLike[str]) -> None:
     """The same chart as a PNG (matplotlib). Written to a temporary file in the target's folder
-    and renamed over it, so a failure never leaves a half-written image behind."""
-    try:
-        from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
-    except ImportError:
-        raise BadInputError(PLOT_NEEDS_MATPLOTLIB) from None
-    fig = Figure(figsize=(7.5, 4.5), dpi=120, layout="constrained")
+    and renamed over it, so a failure never leaves a half-written image behind; whatever
+    matplotlib raises is one line naming the file (tfcli.deps.calling)."""
+    figure = png_figure_class()
+    with calling("matplotlib", os.fspath(path), "drawing the --plot chart"):
+        _draw(result, figure, Path(path))
+
+
+def _draw(result: DepthSweepResult, figure: Any, path: Path) -> None:
+    fig = figure(figsize=(7.5, 4.5), dpi=120, layout="constrained")
     ax = fig.add_subplot()
     series = _series(result)
     for label, depths, ratios in series:
@@ -230,7 +242,7 @@ def write_png(result: DepthSweepResult, path: str | os.PathLike[str]) -> None:
     ax.set_title(for_matplotlib(f"{result.spec_name or 'linear'} — {CHART_TITLE}"))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    _save_atomically(fig, Path(path))
+    _save_atomically(fig, path)
 
 
 def _save_atomically(fig: Any, path: Path) -> None:

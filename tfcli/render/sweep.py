@@ -23,7 +23,8 @@ from tfcli.analysis.sweep import SweepResult
 from tfcli.errors import BadInputError
 from tfcli.files import write_atomically
 from tfcli.render.chart import LineChart, chart_text
-from tfcli.render.depth import PLOT_NEEDS_MATPLOTLIB, check_png_possible
+from tfcli.deps import calling
+from tfcli.render.depth import check_png_possible, png_figure_class
 from tfcli.render.safe import for_matplotlib, plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human
@@ -162,11 +163,13 @@ def write_sweep_png(result: SweepResult[Any], path: str | os.PathLike[str],
     layout = chart_layout(result, chart_key)
     if layout is None:
         raise BadInputError("--plot needs at least two points with a positive value to draw")
-    try:
-        from matplotlib.figure import Figure as PngFigure
-    except ImportError:
-        raise BadInputError(PLOT_NEEDS_MATPLOTLIB) from None
-    fig = PngFigure(figsize=(7.5, 4.5), dpi=120, layout="constrained")
+    figure = png_figure_class()
+    with calling("matplotlib", os.fspath(path), "drawing the --plot chart"):
+        _draw_png(layout, figure, Path(path))
+
+
+def _draw_png(layout: Any, figure: Any, path: Path) -> None:
+    fig = figure(figsize=(7.5, 4.5), dpi=120, layout="constrained")
     ax = fig.add_subplot()
     for (label, xs, ys), marker in zip(layout.lines, ("o", "x", "+", "*", "s", "^", "D", "v")):
         ax.plot(xs, ys, marker=marker, label=for_matplotlib(label))
@@ -181,4 +184,4 @@ def write_sweep_png(result: SweepResult[Any], path: str | os.PathLike[str],
     ax.set_title(for_matplotlib(layout.title))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    write_atomically(Path(path), "--plot", lambda out: fig.savefig(out, format="png"))
+    write_atomically(path, "--plot", lambda out: fig.savefig(out, format="png"))
