@@ -1,0 +1,413 @@
+"""A hostile corpus over issue 28's surfaces, run as a whole process per case, as a user's shell
+would: `python -m tests.corpus.hostile_corpus [--only CLASS] [-v]`.
+
+Each case is a command line (with its environment, files and, for the signal cases, a signal sent
+at a point of the run) and what must hold; every case must also show no traceback, no Python or
+NumPy warning, no flood (at most MAX_STDERR_LINES lines on stderr) and no hang (CASE_TIMEOUT_S).
+The summary prints, per class, the cases run and those that broke the contract, with the first
+line of what went wrong. Exit 1 when any case broke it.
+
+Not collected by pytest (no test_ prefix): it is the end-of-session check the issue asks for, a
+few minutes of subprocesses; the same classes are tested, table by table, in the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CASE_TIMEOUT_S = 90
+MAX_STDERR_LINES = 4  # the error line, or a result's notes
+EXIT_OK, EXIT_BAD, EXIT_CHECK, EXIT_IO = 0, 2, 1, 74
+
+
+@dataclass
+class Outcome:
+    code: int
+    stdout: bytes
+    stderr: str
+    seconds: float
+
+
+@dataclass
+class Case:
+    klass: str
+    name: str
+    argv: list[str]
+    check: Callable[[Outcome], str | None]  # None: holds; else what went wrong
+    env: dict[str, str] = field(default_factory=dict)
+    fsize: int | None = None  # RLIMIT_FSIZE for the child (a full disk for files it writes)
+    stdout_file: Path | None = None  # stdout redirected to this file (else a pipe)
+    signal_at: tuple[int, float | str] | None = None  # (signal, seconds or "first-output")
+    cwd: Path | None = None
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+
+def exit_with(code: int, *needles: str) -> Callable[[Outcome], str | None]:
+    def check(out: Outcome) -> str | None:
+        if out.code != code:
+            return f"exit {out.code}, wanted {code}: {first_line(out.stderr)}"
+        if code != EXIT_OK:
+            lines = out.stderr.strip().splitlines()
+            errors = [line for line in lines if line.startswith("tfcli: error: ")]
+            if len(errors) != 1:
+                return f"{len(errors)} error lines: {first_line(out.stderr)}"
+            missing = [n for n in needles if n not in errors[0]]
+            if missing:
+                return f"the line does not name {missing}: {errors[0][:200]}"
+        return None
+    return check
+
+
+def one_of(*checks: Callable[[Outcome], str | None]) -> Callable[[Outcome], str | None]:
+    def check(out: Outcome) -> str | None:
+        problems = [c(out) for c in checks]
+        return None if any(p is None for p in problems) else " | ".join(p or "" for p in problems)
+    return check
+
+
+def complete_or_74(reference: bytes, target: Path) -> Callable[[Outcome], str | None]:
+    """A write onto a full disk: either every byte of the reference output, or exit 74 with one
+    line (and then whatever is in the file is not claimed to be the result)."""
+    def check(out: Outcome) -> str | None:
+        written = target.read_bytes() if target.exists() else b""
+        if out.code == EXIT_OK:
+            return None if written == reference else (
+                f"exit 0 with {len(written):,} of {len(reference):,} bytes (truncated)")
+        return exit_with(EXIT_IO, "cannot write the output")(out)
+    return check
+
+
+def first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0][:200]
+
+
+def generic(out: Outcome) -> str | None:
+    if "Traceback" in out.stderr:
+        return "a traceback: " + out.stderr.strip().splitlines()[-1][:200]
+    if "Warning" in out.stderr or "warnings.warn" in out.stderr:
+        return "a warning on stderr: " + first_line(out.stderr)
+    if "panicked" in out.stderr and "tfcli:" not in out.stderr.split("panicked")[0][-80:]:
+        return "a Rust panic's text on stderr"
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    if len(lines) > MAX_STDERR_LINES:
+        return f"{len(lines)} lines on stderr (a flood): {first_line(out.stderr)}"
+    if out.code == 70:
+        return "internal error: " + first_line(out.stderr)
+    return None
+
+
+# --- running a case ----------------------------------------------------------------------------
+
+
+def run_case(case: Case) -> Outcome:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TFCLI_"))}
+    env |= {"PYTHONPATH": str(ROOT), "COLUMNS": "120"} | case.env
+
+    def limits() -> None:
+        if case.fsize is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a short write, then EFBIG, as a full disk
+            resource.setrlimit(resource.RLIMIT_FSIZE, (case.fsize, case.fsize))
+
+    stdout = open(case.stdout_file, "wb") if case.stdout_file else subprocess.PIPE  # noqa: SIM115
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "tfcli", *case.argv], stdout=stdout,
+                            stderr=subprocess.PIPE, env=env, cwd=case.cwd or ROOT,
+                            preexec_fn=limits)
+    out_chunks: list[bytes] = []
+    reader = None
+    if case.stdout_file is None:
+        first = threading.Event()
+
+        def read() -> None:
+            assert proc.stdout is not None
+            while chunk := proc.stdout.read1(65536):
+                out_chunks.append(chunk)
+                first.set()
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+    if case.signal_at is not None:
+        signum, when = case.signal_at
+        if when == "first-output":
+            first.wait(CASE_TIMEOUT_S)
+            time.sleep(0.3)
+        else:
+            time.sleep(float(when))
+        if proc.poll() is None:
+            proc.send_signal(signum)
+    try:
+        _, err = proc.communicate(timeout=CASE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        return Outcome(-9, b"", f"HANG: no exit after {CASE_TIMEOUT_S} s\n" + err.decode(), 0.0)
+    finally:
+        if case.stdout_file:
+            stdout.close()  # type: ignore[union-attr]
+    if reader is not None:
+        reader.join(5)
+    return Outcome(proc.returncode, b"".join(out_chunks), err.decode("utf-8", "replace"),
+                   time.perf_counter() - start)
+
+
+def reference_output(argv: list[str], env: dict[str, str] | None = None) -> bytes:
+    out = run_case(Case("", "", argv, lambda o: None, env=env or {}))
+    if out.code != 0:
+        raise SystemExit(f"reference run failed: tfcli {' '.join(argv)}: {out.stderr}")
+    return out.stdout
+
+
+# --- the cases, by class -----------------------------------------------------------------------
+
+PERF = ["perf", "gpt2", "--gpu", "a100-80gb"]
+
+
+def options_cases(work: Path) -> list[Case]:
+    """28.1: an option the mode does not read is refused by name, before any work."""
+    unread = [  # (argv, the option that must be named)
+        *[(["memory", "gpt2", *o], o[0]) for o in (
+            ["--gpus", "8"], ["--tp", "2"], ["--zero", "3"], ["--optimizer", "sgd"],
+            ["--recompute", "full"], ["--lora-rank", "8"], ["--dropout"])],
+        (["memory", "gpt2", "--group-size", "64"], "--group-size"),
+        (["memory", "gpt2", "--dtype", "float16", "--group-size", "64"], "--group-size"),
+        (["memory", "gpt2", "--train", "--kv-dtype", "int8"], "--kv-dtype"),
+        *[([*PERF, *o], o[0]) for o in (["--train-tokens", "1e9"], ["--recompute", "full"],
+                                        ["--gpus", "8"])],
+        (["trace", "gpt2", "--seed", "3"], "--seed"),
+        (["memory", "gpt2", "--fit"], "--fit"),
+        (["depth-sweep", "--sublayer", "linear", "--n-heads", "2"], "--n-heads"),
+    ]
+    cases = [Case("1 options", " ".join(argv), argv, exit_with(EXIT_BAD, name))
+             for argv, name in unread]
+    read = [["memory", "gpt2", "--train", "--gpus", "8", "--tp", "2", "--zero", "3"],
+            ["memory", "gpt2", "--dtype", "int4", "--group-size", "64"],
+            ["memory", "gpt2", "--kv-dtype", "int8"], [*PERF, "--train", "--gpus", "8"]]
+    cases += [Case("1 options", "read: " + " ".join(a), a, exit_with(EXIT_OK)) for a in read]
+    cases.append(Case("1 options", "zero-3 past the tensors",
+                      ["memory", "lesson-tiny", "--train", "--zero", "3", "--gpus", "100000"],
+                      exit_with(EXIT_BAD, "--gpus")))
+    return cases
+
+
+WRITERS = {  # every command that writes a result, kept small
+    "params": ["params", "gpt2"], "trace": ["trace", "gpt2"],
+    "run": ["run", "lesson-tiny", "--batch", "8", "--seq-len", "64"],
+    "generate": ["generate", "lesson-tiny", "--tokens", "1,2", "--max-new-tokens", "60"],
+    "diff": ["diff", "gpt2", "gpt2-medium"], "gpus": ["gpus"],
+    "perf": [*PERF, "--seq-len", "128,256,512,1024,2048"],
+    "memory": ["memory", "gpt2", "--seq-len", "128,256,512,1024"],
+    "depth-sweep": ["depth-sweep", "--depths", "1,2,4", "--seq-len", "8", "-q"],
+}
+TEXT_WRITERS = {"specs": ["specs", "gpt2"], "schema": ["schema"],
+                "import-config": ["import-config", "{gguf}"]}
+
+
+def write_cases(work: Path, gguf_file: Path) -> list[Case]:
+    """28.2: onto a full disk (RLIMIT_FSIZE, under the size of the output), buffered or not,
+    every command and format is complete or exit 74 with one line."""
+    cases = []
+    rows = [(n, [*a, "-f", f]) for n, a in WRITERS.items() for f in ("table", "json", "csv",
+                                                                      "markdown")]
+    rows += [(n, [str(gguf_file) if x == "{gguf}" else x for x in a])
+             for n, a in TEXT_WRITERS.items()]
+    for i, (name, argv) in enumerate(rows):
+        reference = reference_output(argv)
+        for unbuffered in (False, True):
+            target = work / f"out-{i}-{int(unbuffered)}"
+            env = {"PYTHONUNBUFFERED": "1"} if unbuffered else {}
+            size = max(len(reference) // 2, 1)
+            cases.append(Case("2 writes", f"{' '.join(argv)} {'unbuffered' if unbuffered else ''}",
+                              argv, complete_or_74(reference, target), env=env, fsize=size,
+                              stdout_file=target))
+    return cases
+
+
+def signal_cases(work: Path) -> list[Case]:
+    """28.3: SIGINT / SIGTERM / SIGHUP keep what was produced and leave no temporary file."""
+    cases = []
+    gen = ["generate", "gpt2", "--layers", "2", "--tokens", "1,2", "--max-new-tokens", "400",
+           "--ignore-eos"]
+    for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)):
+        def kept(out: Outcome, code: int = code) -> str | None:
+            if out.code != code:
+                return f"exit {out.code}, wanted {code}: {first_line(out.stderr)}"
+            if not out.stdout.strip():
+                return "nothing kept on stdout"
+            return None if "interrupted" in out.stderr else "no note that it was interrupted"
+        cases.append(Case("3 signals", f"generate | pipe, {signum.name}", gen, kept,
+                          signal_at=(signum, "first-output")))
+        for k, delay in enumerate((0.05, 0.2, 0.6, 1.5, 3.0)):
+            folder = work / f"npz-{signum.name}-{k}"
+            folder.mkdir()
+
+            def no_tmp(out: Outcome, folder: Path = folder, code: int = code) -> str | None:
+                left = [p.name for p in folder.iterdir() if p.name.startswith(".tfcli-")]
+                if left:
+                    return f"left {left}"
+                if out.code not in (0, code):
+                    return f"exit {out.code}: {first_line(out.stderr)}"
+                return None
+            cases.append(Case("3 signals", f"run --save-npz, {signum.name} at {delay}s",
+                              ["run", "gpt2", "--layers", "4", "--seq-len", "256", "--save-npz",
+                               str(folder / "out.npz")], no_tmp, signal_at=(signum, delay)))
+    return cases
+
+
+def degenerate_cases(work: Path) -> list[Case]:
+    """28.8: weights that overflow a norm in float32 are named, pointing at float64."""
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+
+    from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_model
+
+    cases = []
+    for scale in (1e20, 1e25, 1e30):
+        tensors = gpt2_tensors(np.random.default_rng(0))
+        tensors["transformer.wte.weight"] *= scale
+        model = write_model(work / f"huge-{scale:g}", GPT2_CONFIG, tensors)
+        for argv in (["run", str(model), "--tokens", "1,2,3"],
+                     ["generate", str(model), "--tokens", "1,2", "--max-new-tokens", "2"],
+                     ["run", str(model), "--tokens", "1,2,3", "-f", "json"]):
+            cases.append(Case("8 degenerate", f"{argv[0]} x{scale:g} {' '.join(argv[3:])}", argv,
+                              exit_with(EXIT_CHECK, "float64")))
+    return cases
+
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+TINY_LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 100,
+              "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64}
+
+
+def hub_cache(home: Path, repo: str, ref: str = COMMIT) -> Path:
+    root = home / "hub" / f"models--{repo.replace('/', '--')}"
+    snapshot = root / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True)
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text(ref)
+    return snapshot
+
+
+def broken_snapshot_cases(work: Path) -> list[Case]:
+    """28.9: a broken cached snapshot is named as such, not 'the repository has no config.json'."""
+    breakages: dict[str, Callable[[Path], None]] = {
+        "dangling link": lambda s: (s / "config.json").symlink_to(s / "nowhere"),
+        "link loop": lambda s: (s / "config.json").symlink_to(s / "config.json"),
+        "fifo": lambda s: os.mkfifo(s / "config.json"),
+        "folder": lambda s: (s / "config.json").mkdir(),
+        "empty": lambda s: (s / "config.json").write_text(""),
+    }
+    cases = []
+    for k, (name, breaking) in enumerate(breakages.items()):
+        home = work / f"hf-{k}"
+        breaking(hub_cache(home, "org/model"))
+        for command in ("params", "trace", "import-config"):
+            cases.append(Case("9 one line", f"{command} cached snapshot: {name}",
+                              [command, "org/model"], refuses_without("has no config.json"),
+                              env={"HF_HOME": str(home), "HF_HUB_OFFLINE": "1"}))
+    home = work / "hf-emptyref"
+    (hub_cache(home, "org/model", ref="") / "config.json").write_text(json.dumps(TINY_LLAMA))
+    cases.append(Case("9 one line", "params cached snapshot: empty refs/main",
+                      ["params", "org/model"], refuses_without("has no config.json"),
+                      env={"HF_HOME": str(home), "HF_HUB_OFFLINE": "1"}))
+    return cases
+
+
+def refuses_without(phrase: str) -> Callable[[Outcome], str | None]:
+    def check(out: Outcome) -> str | None:
+        problem = exit_with(EXIT_BAD)(out)
+        if problem:
+            return problem
+        return f"still says '{phrase}'" if phrase in out.stderr else None
+    return check
+
+
+def endpoint_cases(work: Path) -> list[Case]:
+    """28.4: a malformed HF_ENDPOINT is one line naming it (it was a URL-parsing crash)."""
+    values = ["http://[::1", "ht tp://x", "http://host:99999", "://nohost", "http://",
+              "file:///etc/passwd", "http://a\x7fb", "x" * 5000]
+    cases = []
+    for k, value in enumerate(values):
+        home = work / f"hf-endpoint-{k}"
+        home.mkdir()
+        for argv in (["params", "org/model"], ["run", "org/model", "--tokens", "1"]):
+            cases.append(Case("4 dependencies", f"{argv[0]} HF_ENDPOINT={value[:20]!r}", argv,
+                              exit_with(EXIT_BAD, "HF_ENDPOINT"),
+                              env={"HF_HOME": str(home), "HF_ENDPOINT": value}))
+    return cases
+
+
+def weights_gguf_cases(work: Path, gguf_file: Path) -> list[Case]:
+    """28.9: --weights given a GGUF file names the real cause, not 'not UTF-8 text'."""
+    return [Case("9 one line", f"{c} lesson-tiny --weights FILE.gguf",
+                 [c, "lesson-tiny", "--tokens", "1", "--weights", str(gguf_file)],
+                 refuses_without("UTF-8")) for c in ("run", "generate")]
+
+
+# --- the run -----------------------------------------------------------------------------------
+
+
+def tiny_gguf(work: Path) -> Path:
+    from tests.checkpoints.gguf_files import llama_metadata, llama_tensors, write_gguf
+
+    return write_gguf(work / "tiny.gguf", "llama", llama_metadata(), llama_tensors())
+
+
+BUILDERS: dict[str, Callable[[Path, Path], list[Case]]] = {
+    "1": lambda w, g: options_cases(w),
+    "2": write_cases,
+    "3": lambda w, g: signal_cases(w),
+    "4": lambda w, g: endpoint_cases(w),
+    "8": lambda w, g: degenerate_cases(w),
+    "9": lambda w, g: broken_snapshot_cases(w) + weights_gguf_cases(w, g),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", help="class numbers to run (default: all)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every case")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    with tempfile.TemporaryDirectory(prefix="tfcli-corpus-") as tmp:
+        work = Path(tmp)
+        gguf_file = tiny_gguf(work)
+        cases = [case for key, build in BUILDERS.items() if not args.only or key in args.only
+                 for case in build(work, gguf_file)]
+        broken: dict[str, list[str]] = defaultdict(list)
+        counts: dict[str, int] = defaultdict(int)
+        for case in cases:
+            out = run_case(case)
+            problem = generic(out) or case.check(out)
+            counts[case.klass] += 1
+            if problem:
+                broken[case.klass].append(f"{case.name}: {problem}")
+            if args.verbose or problem:
+                print(f"{'BROKE' if problem else 'ok   '} [{case.klass}] {case.name} "
+                      f"({out.seconds:.1f} s){': ' + problem if problem else ''}", flush=True)
+    print("\nclass            cases  broke")
+    for klass in sorted(counts):
+        print(f"{klass:<16} {counts[klass]:>5}  {len(broken[klass]):>5}")
+    print(f"{'total':<16} {sum(counts.values()):>5}  {sum(map(len, broken.values())):>5}")
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
