@@ -242,8 +242,8 @@ def write_cases(work: Path, gguf_file: Path) -> list[Case]:
 def signal_cases(work: Path) -> list[Case]:
     """28.3: SIGINT / SIGTERM / SIGHUP keep what was produced and leave no temporary file."""
     cases = []
-    gen = ["generate", "gpt2", "--layers", "2", "--tokens", "1,2", "--max-new-tokens", "400",
-           "--ignore-eos"]
+    gen = ["generate", "gpt2", "--layers", "2", "--tokens", "1,2", "--max-new-tokens", "1000",
+           "--ignore-eos"]  # ~1 s of set-up, then ~5 s of decoding: the signal lands mid-way
     for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)):
         def kept(out: Outcome, code: int = code) -> str | None:
             if out.code != code:
@@ -252,7 +252,7 @@ def signal_cases(work: Path) -> list[Case]:
                 return "nothing kept on stdout"
             return None if "interrupted" in out.stderr else "no note that it was interrupted"
         cases.append(Case("3 signals", f"generate | pipe, {signum.name}", gen, kept,
-                          signal_at=(signum, "first-output")))
+                          signal_at=(signum, 2.5)))
         for k, delay in enumerate((0.05, 0.2, 0.6, 1.5, 3.0)):
             folder = work / f"npz-{signum.name}-{k}"
             folder.mkdir()
