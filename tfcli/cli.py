@@ -447,8 +447,14 @@ command("memory")(cli_memory.memory_cmd)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app(prog_name="tfcli")
+    """Console-script entry point. A Ctrl-C that lands before the guard runs (while typer builds
+    the command group) or after it exits 130 as quietly as one during a command."""
+    try:
+        app(prog_name="tfcli")
+    except KeyboardInterrupt as stop:
+        from tfcli.errors import EXIT_SIGNAL_BASE, interrupt_signal  # loaded already
+
+        raise SystemExit(EXIT_SIGNAL_BASE + interrupt_signal(stop)) from None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,6 +7,7 @@ shows a traceback only under TFCLI_DEBUG=1.
 from __future__ import annotations
 
 import difflib
+import signal
 from dataclasses import dataclass
 
 EXIT_CHECK_FAILED = 1  # the tool ran, but a check it was asked to make failed
@@ -193,3 +194,27 @@ def _shown_leaf(value: object) -> str:
     if isinstance(value, (list, tuple, set, frozenset, dict)):
         return {list: "[…]", tuple: "(…)"}.get(type(value), "{…}")
     return shown(value, SHOWN_LIMIT // 3)
+
+
+EXIT_SIGNAL_BASE = 128  # a run stopped by signal n exits 128 + n, as a shell reports it
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal (SIGTERM from `timeout`, CI cancellation or `docker stop`; SIGHUP from a
+    closed terminal) raised as an exception like Ctrl-C's KeyboardInterrupt, so every finally
+    block runs (a temporary file is removed) and the run exits 128 + signum. `note` is one line
+    to say (a result cut short says what it holds), or "" for none."""
+
+    def __init__(self, signum: int, note: str = "") -> None:
+        super().__init__(signum)
+        self.signum = signum
+        self.note = note
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_SIGNAL_BASE + self.signum
+
+
+def interrupt_signal(stop: BaseException) -> int:
+    """The signal a KeyboardInterrupt stands for: its own, or SIGINT for Ctrl-C's."""
+    return int(getattr(stop, "signum", signal.SIGINT))

@@ -9,34 +9,49 @@ and maps every outcome (so `tfcli ...`, `python -m tfcli` and CliRunner tests al
     stdout cannot take the output            "cannot write the output: ...", any buffering 74
     stdout's reader left (`| head -1`)       nothing                                       0
     MemoryError / RecursionError             the input is too big / nested too deeply      2
-    Ctrl-C                                   nothing                                       130
+    Ctrl-C                                   nothing (or the note of a result cut short)   130
+    SIGTERM / SIGHUP                         the same                                      143 / 129
     anything else                            "internal error (a bug ...)"                  70
     stderr full or closed                    dropped (progress, notes, messages)           unchanged
 
 A failed write leaves its bytes in Python's buffer, and the interpreter flushes stdout again at
 exit, printing "Exception ignored ... Errno 28" and exiting 120. So once a standard stream has
 failed, /dev/null is put under its file descriptor: that last flush then succeeds, silently.
+
+A write that is cut short is a failure too: stdout, when it is a file descriptor, is rebuilt over
+tfcli.files.CompleteWriter (same encoding, errors, line buffering and write-through), which writes
+every byte or raises. Python's own stdout drops the rest of a write the disk cut short and goes
+on as if it had succeeded (BufferedWriter returns the short count, TextIOWrapper ignores it): a
+full disk gave exit 0 and a truncated file.
+
+SIGTERM (`timeout`, CI cancellation, `docker stop`) and SIGHUP (a closed terminal) would kill the
+process where it stands, skipping every finally block (a temporary file stays behind): for the
+run they raise tfcli.errors.Interrupted instead, a KeyboardInterrupt that exits 128 + n. A signal
+the parent set to be ignored (`nohup`) stays ignored.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno
 import io
 import os
 import re
+import signal
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
 from tfcli.errors import (
-    EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OUTPUT_FAILED,
-    BadInputError, TfcliError, shown,
+    EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_OUTPUT_FAILED, EXIT_SIGNAL_BASE,
+    BadInputError, Interrupted, TfcliError, interrupt_signal, shown,
 )
+from tfcli.files import CompleteWriter
 from tfcli.render.safe import visible
 
 MAX_MESSAGE_CHARS = 4000  # an error line longer than this is cut, saying how much was left out
@@ -67,10 +82,36 @@ class GuardedGroup(TyperGroup):
             sys.exit(code)
         return code
 
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        with _carried_stop():
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: Any) -> Any:
+        with _carried_stop():
+            return super().invoke(ctx)
+
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from tfcli.help import command_help
 
         formatter.write(command_help(self, ctx))
+
+
+class _CarriedStop(BaseException):
+    """A KeyboardInterrupt (Ctrl-C, or a SIGTERM / SIGHUP raised as Interrupted) on its way from
+    the command to the guard: typer turns a KeyboardInterrupt into a plain exit 130, losing
+    which signal it was and the note of a result cut short."""
+
+    def __init__(self, stop: KeyboardInterrupt) -> None:
+        super().__init__(stop)
+        self.stop = stop
+
+
+@contextlib.contextmanager
+def _carried_stop() -> Iterator[None]:
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        raise _CarriedStop(stop) from None
 
 
 class GuardedCommand(TyperCommand):
@@ -209,9 +250,30 @@ def _watch_std_streams() -> tuple[WatchedStream, WatchedStream]:
         sys.stdout = ClosedStream()
     if sys.stderr is None:  # messages have nowhere to go; the exit code still tells
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (lives to exit)
-    out, err = WatchedStream(sys.stdout, 1), WatchedStream(sys.stderr, 2, best_effort=True)
+    out = WatchedStream(_complete_writes(sys.stdout), 1)
+    err = WatchedStream(sys.stderr, 2, best_effort=True)
     sys.stdout, sys.stderr = out, err  # type: ignore[assignment]
     return out, err
+
+
+def _complete_writes(stream: Any) -> Any:
+    """`stream` (Python's stdout) rebuilt over CompleteWriter when it writes to a file
+    descriptor, with its encoding, errors, line buffering and write-through; under
+    PYTHONUNBUFFERED (a raw stream below the text layer) with no buffer between, as Python has
+    it. Anything else (a CliRunner's in-memory stream, a stdout a caller replaced) as it is."""
+    if not isinstance(stream, io.TextIOWrapper):
+        return stream
+    try:
+        fd = stream.fileno()
+        stream.flush()  # nothing is written yet; if something were, it goes first
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        return stream
+    raw = CompleteWriter(fd)
+    unbuffered = isinstance(stream.buffer, io.RawIOBase)
+    return io.TextIOWrapper(raw if unbuffered else io.BufferedWriter(raw),  # type: ignore[arg-type]
+                            encoding=stream.encoding, errors=stream.errors,
+                            line_buffering=stream.line_buffering,
+                            write_through=stream.write_through)
 
 
 def _silence(stream: Any, fd: int) -> None:
@@ -335,12 +397,41 @@ def _command_path(exc: typer.TyperException, group: TyperGroup, argv: list[str])
 def run_guarded(invoke: Callable[[], Any], group: TyperGroup, argv: list[str]) -> int:
     """Run click (`invoke`, non-standalone); the exit code, with every failure said in one line."""
     saved = sys.stdout, sys.stderr
-    out, _ = _watch_std_streams()
+    handlers = _raise_on_stop_signals()
     try:
+        out, _ = _watch_std_streams()
         code = _outcome(invoke, group, argv, out)
         return _settle_stdout(code, out)
     finally:
         sys.stdout, sys.stderr = saved
+        _restore_handlers(handlers)
+
+
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
+                     if hasattr(signal, name))
+
+
+def _stop_signal(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
+
+
+def _raise_on_stop_signals() -> dict[int, Any]:
+    """SIGTERM and SIGHUP raise Interrupted while the run lasts; the handlers they had before.
+    A signal left ignored by the parent (nohup) or given its own handler by the caller keeps it;
+    outside the main thread (where Python allows no handler) nothing changes."""
+    previous: dict[int, Any] = {}
+    for signum in STOP_SIGNALS:
+        try:
+            if signal.getsignal(signum) is signal.SIG_DFL:
+                previous[signum] = signal.signal(signum, _stop_signal)
+        except (ValueError, OSError):  # not the main thread
+            return previous
+    return previous
+
+
+def _restore_handlers(previous: dict[int, Any]) -> None:
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
 
 
 def _outcome(invoke: Callable[[], Any], group: TyperGroup, argv: list[str],
@@ -354,8 +445,10 @@ def _outcome(invoke: Callable[[], Any], group: TyperGroup, argv: list[str],
         return report_error(exc)
     except typer.TyperException as exc:
         return _usage_error(exc, group, argv)
-    except (KeyboardInterrupt, typer.Abort):
-        return EXIT_INTERRUPTED
+    except _CarriedStop as carried:
+        return _interrupted(carried.stop)
+    except (KeyboardInterrupt, typer.Abort) as exc:
+        return _interrupted(exc)
     except MemoryError:
         say(PREFIX + "out of memory: the input asks for more than this machine can give "
             "(a smaller model, --layers, --batch or --seq-len may fit)")
@@ -369,6 +462,16 @@ def _outcome(invoke: Callable[[], Any], group: TyperGroup, argv: list[str],
         return _internal_error(exc)
     except Exception as exc:  # a bug: one line, not a traceback
         return _internal_error(exc)
+
+
+def _interrupted(exc: BaseException) -> int:
+    """128 + the signal that stopped the run (Ctrl-C 130, SIGTERM 143, SIGHUP 129), quietly or
+    with the note of a result cut short. (click's Abort, from a prompt's Ctrl-C or EOF: 130.)"""
+    stop = exc if isinstance(exc, KeyboardInterrupt) else exc.__cause__ or exc
+    note = getattr(stop, "note", "")
+    if note:
+        say("tfcli: note: " + error_text(note))
+    return EXIT_SIGNAL_BASE + interrupt_signal(stop)
 
 
 def _usage_error(exc: typer.TyperException, group: TyperGroup, argv: list[str]) -> int:

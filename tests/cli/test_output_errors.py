@@ -17,7 +17,7 @@ import pytest
 import typer
 
 from tfcli.cli import app
-from tfcli.errors import BadInputError
+from tfcli.errors import BadInputError, OutputError
 from tfcli.files import check_output_file, write_atomically
 from tfcli.render.output import OutputFormat
 
@@ -123,7 +123,7 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path: Path) -> None:
         handle.write(b"half")
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    with pytest.raises(BadInputError, match="cannot write .*No space left"):
+    with pytest.raises(OutputError, match="cannot write .*No space left"):
         write_atomically(target, "--out", disk_full)
     for stop in (KeyboardInterrupt, MemoryError):
         def interrupted(handle: io.BufferedWriter, stop: type[BaseException] = stop) -> None:

@@ -3,6 +3,7 @@ against recomputation or measure the speed-up."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from tfcli.arrays import Array
 from tfcli.dtypes import ENGINE_DTYPES
 from tfcli.engine.generate import GenerationRequest, generate
 from tfcli.engine.sampling import SamplingConfig
-from tfcli.errors import BadInputError, clip
+from tfcli.errors import BadInputError, Interrupted, clip, interrupt_signal
 from tfcli.params import kv_cache_bytes
 from tfcli.spec import Spec
 from tfcli.tokenizer import (BYTE_VOCAB, ByteTokenizer, Tokenizer, fit_length, get_tokenizer,
@@ -95,6 +96,7 @@ class GenerateResult:
     kv_formula_bytes: int  # tfcli.params.kv_cache_bytes for this run
     check: CacheCheck | None
     notes: list[str] = field(default_factory=list)
+    interrupted_by: int | None = None  # the signal that cut the generation short (2: Ctrl-C)
 
     @property
     def kv_allocated_bytes(self) -> int:
@@ -105,6 +107,13 @@ class GenerateResult:
     def kv_matches_formula(self) -> bool:
         """The allocated KV cache is exactly the bytes tfcli.params.kv_cache_bytes predicts."""
         return self.kv_allocated_bytes == self.kv_formula_bytes
+
+    @property
+    def interruption(self) -> Interrupted | None:
+        """The stop to raise once this partial result is written (the CLI exits 128 + n)."""
+        if self.interrupted_by is None:
+            return None
+        return Interrupted(self.interrupted_by, self.notes[-1])
 
     @property
     def speedup(self) -> float | None:
@@ -133,6 +142,7 @@ class GenerateResult:
                 "tolerance": self.check.tolerance, "logit_scale": self.check.logit_scale,
                 "ok": self.check.ok},
             "notes": self.notes,
+            "interrupted": self.interrupted_by is not None,
         }
 
     def csv_rows(self) -> tuple[list[str], list[list[object]]]:
@@ -225,28 +235,35 @@ def _prompt_ids(request: GenerationRequest) -> list[int]:
 
 
 def _run(model: Model, request: GenerationRequest, use_cache: bool,
-         on_token: Callable[[list[int]], None] | None) -> Timed:
-    steps = generate(model.spec, model.weights, request, use_cache=use_cache)
+         on_token: Callable[[list[int]], None] | None) -> tuple[Timed, int | None]:
+    """One generation run, and the signal that stopped it early (None: it ran to the end).
+    Ctrl-C (or SIGTERM / SIGHUP, raised as Interrupted by the CLI's guard) keeps the tokens
+    produced so far instead of losing them."""
     prompt = _prompt_ids(request)
     tokens: list[int] = []
     logits: list[Array] = []
     start = time.perf_counter()
     first = start
     cache_bytes = 0
-    with quiet_numerics():  # NaN / inf logits are reported by check_step, not NumPy warnings
-        for step in steps:
-            if not tokens:
-                first = time.perf_counter()
-            check_step(model, step.logits, prompt, tokens)
-            tokens.append(int(step.tokens[0]))
-            logits.append(step.logits[0])
-            cache_bytes = step.cache_bytes
-            if on_token is not None:
-                on_token(tokens)
-            if bool(step.finished[0]):
-                break
+    stopped: int | None = None
+    try:
+        with quiet_numerics():  # NaN / inf logits are reported by check_step, not NumPy warnings
+            for step in generate(model.spec, model.weights, request, use_cache=use_cache):
+                if not tokens:
+                    first = time.perf_counter()
+                check_step(model, step.logits, prompt, tokens)
+                logits.append(step.logits[0])
+                cache_bytes = step.cache_bytes
+                tokens.append(int(step.tokens[0]))  # last: a token counts once all is kept
+                if on_token is not None:
+                    on_token(tokens)
+                if bool(step.finished[0]):
+                    break
+    except KeyboardInterrupt as stop:
+        stopped = interrupt_signal(stop)
     end = time.perf_counter()
-    return Timed(tokens, logits, first - start, end - first, cache_bytes)
+    del logits[len(tokens):]  # a stop between the two appends
+    return Timed(tokens, logits, first - start, max(end - first, 0.0), cache_bytes), stopped
 
 
 def _compare(cached: Timed, uncached: Timed, dtype: str) -> CacheCheck:
@@ -263,10 +280,16 @@ def generate_text(model: Model, request: GenerationRequest, tokenizer: Tokenizer
                   on_token: Callable[[list[int]], None] | None = None) -> GenerateResult:
     """Run `request` (one prompt) as `mode` asks and time it; the engine gets the request as it
     is. `tokenizer` decodes the text (None: ids only); `notes` are the prompt's (what --truncate
-    cut); `on_token` sees the tokens so far after each step (of the cached run when both run)."""
-    cached = _run(model, request, True, on_token) if mode.runs_cached else None
-    uncached = (_run(model, request, False, None if mode.runs_both else on_token)
-                if mode.runs_uncached else None)
+    cut); `on_token` sees the tokens so far after each step (of the cached run when both run).
+
+    Interrupted (Ctrl-C; SIGTERM or SIGHUP, which the CLI raises as errors.Interrupted), it
+    returns what was produced so far, with `interrupted_by` set and a note saying so; raise
+    `result.interruption` to pass the stop on (the CLI writes the result first, then exits
+    128 + n). A second run (--check-cache, --compare) is not started after a stop."""
+    cached, stopped = _run(model, request, True, on_token) if mode.runs_cached else (None, None)
+    uncached = None
+    if mode.runs_uncached and stopped is None:
+        uncached, stopped = _run(model, request, False, None if mode.runs_both else on_token)
     main = cached or uncached  # every mode runs at least one
     new = main.tokens if main else []
     prompt = _prompt_ids(request)
@@ -283,8 +306,20 @@ def generate_text(model: Model, request: GenerationRequest, tokenizer: Tokenizer
         new_tokens=new, text=None if prompt_text is None else prompt_text + (new_text or ""),
         new_text=new_text, cached=cached, uncached=uncached, kv_formula_bytes=formula,
         check=check, notes=[*notes, *_sampling_notes(request.sampling),
-                            *_stop_notes(request, new, tokenizer), *_byte_notes(tokenizer, new)],
+                            *_stop_notes(request, new, tokenizer), *_byte_notes(tokenizer, new),
+                            *_interrupted_notes(stopped, request, new)],
+        interrupted_by=stopped,
     )
+
+
+def _interrupted_notes(stopped: int | None, request: GenerationRequest,
+                       new: list[int]) -> list[str]:
+    """The last note of a generation cut short (GenerateResult.interruption says it again)."""
+    if stopped is None:
+        return []
+    name = signal.Signals(stopped).name if stopped in signal.valid_signals() else f"signal {stopped}"
+    return [f"interrupted ({name}) after {len(new)} of {request.max_new_tokens} new tokens: "
+            "the result holds the tokens produced so far"]
 
 
 def _stop_notes(request: GenerationRequest, new: list[int],

@@ -25,7 +25,8 @@ def stream_generation(prompt: Sequence[int], tokenizer: Tokenizer | None, *,
                       live: bool = True) -> Iterator[OnToken | None]:
     """Show the tokens as they arrive with rich Live, on stderr (stdout holds only the final
     result), gone once the block ends; yields the on_token callback for generate_text. With
-    `live` False (json / csv output) nothing is shown and the callback is None."""
+    `live` False (json / csv output) nothing is shown and the callback is None. Ctrl-C during
+    generation ends the loop with the tokens so far, which the result (shown next) holds."""
     console = stderr_console()
     if not (live and console.is_terminal):  # elsewhere a live view is only a stray blank line
         yield None
@@ -37,7 +38,11 @@ def stream_generation(prompt: Sequence[int], tokenizer: Tokenizer | None, *,
 
     with Live(render_stream(shown_prompt, ""), console=console, transient=True,
               refresh_per_second=20) as view:
-        yield lambda new: view.update(render_stream(shown_prompt, shown(new)))
+        try:
+            yield lambda new: view.update(render_stream(shown_prompt, shown(new)))
+        except KeyboardInterrupt:  # a stop outside the generation loop (which keeps its tokens
+            view.transient = False  # in the result): what was shown stays on the terminal
+            raise
 
 
 def render_stream(prompt: str, new_text: str) -> Text:

@@ -67,8 +67,13 @@ def emit(result: Result, fmt: OutputFormat, table: Callable[[], RenderableType])
     """Write `result` to stdout in `fmt`; `table` builds the rich form only when it is wanted.
 
     A stdout that cannot take it (disk full) is one message, not a traceback; a closed pipe
-    (`tfcli ... | head -1`) is left to the CLI's guard, which exits quietly."""
+    (`tfcli ... | head -1`) is left to the CLI's guard, which exits quietly. A result cut
+    short by a signal (its `interruption` is set: generate's tokens so far) is written whole,
+    then the stop is raised, so the run still exits 128 + n (130 for Ctrl-C)."""
     _guarded(lambda: _write(result, fmt, table))
+    stop = getattr(result, "interruption", None)
+    if stop is not None:
+        raise stop
 
 
 def emit_text(text: str) -> None:
