@@ -168,13 +168,28 @@ def load_spec(arg: str) -> Spec:
 
 
 def _without_config(path: Path) -> str:
-    """Why a folder is not a model directory: no config.json, or one that is not a file."""
+    """Why a folder is not a model directory: no config.json, or one that is not a file (a
+    symlink to nothing reads as none here: tests/cli/test_hostile_sweep2.py)."""
+    problem = config_problem(path, dangling=False)
+    return problem or "is a directory without config.json, not a spec file"
+
+
+def config_problem(folder: Path, dangling: bool = True) -> str | None:
+    """What `folder`'s config.json is instead of a regular file (a loop, a FIFO, a folder and,
+    with `dangling`, a symlink to nothing), as a clause after the folder's name; None when it
+    is a regular file or absent. The Hub cache's snapshots are described with it too."""
+    config = folder / MODEL_CONFIG
     try:
-        info = os.stat(path / MODEL_CONFIG)
+        info = os.stat(config)
     except FileNotFoundError:  # none, or a symlink to nothing
-        return "is a directory without config.json, not a spec file"
+        if dangling and config.is_symlink():
+            return f"its {MODEL_CONFIG} is a symlink to {shown(os.readlink(config))}, which " \
+                   "does not exist"
+        return None
     except OSError as exc:  # a symlink loop, an unsearchable folder
         return f"its {MODEL_CONFIG} cannot be read: {exc.strerror or exc}"
+    if stat.S_ISREG(info.st_mode):
+        return None
     kinds = ((stat.S_ISDIR, "a directory"), *_FILE_KINDS)
     kind = next((words for test, words in kinds if test(info.st_mode)), "not a regular file")
     return f"its {MODEL_CONFIG} is {kind}, not a JSON file"

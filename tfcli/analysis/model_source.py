@@ -61,11 +61,13 @@ def load_model(spec_arg: str, *, weights_dir: str | None = None, layers: int | N
     if layers is not None:
         spec = spec.with_layers(layers)
     check_fits((estimate or weights_estimate)(spec, np_dtype))
-    if checkpoint is None and weights_dir is None and is_gguf(spec_arg):
+    gguf_file = weights_dir if weights_dir is not None and is_gguf(weights_dir) else \
+        spec_arg if checkpoint is None and weights_dir is None and is_gguf(spec_arg) else None
+    if gguf_file is not None:  # the SPEC itself, or --weights FILE.gguf for a spec
         from tfcli.checkpoints.gguf_weights import load_gguf_weights  # gguf only when asked
 
-        weights = load_gguf_weights(spec_arg, spec, np_dtype, truncated=layers is not None)
-        return Model(spec, weights, dtype, spec_arg, spec_arg)  # its tokenizer is inside
+        weights = load_gguf_weights(gguf_file, spec, np_dtype, truncated=layers is not None)
+        return Model(spec, weights, dtype, gguf_file, gguf_file)  # its tokenizer is inside
     if checkpoint is None:
         return Model(spec, init_weights(spec, seed, np_dtype), dtype,
                      f"random weights (seed {seed}, std {spec.init_std})", None)

@@ -19,6 +19,7 @@ import numpy as np
 from tfcli.arrays import Array
 from tfcli.checkpoints.configs import config_file, model_type, read_config, spec_from_config_dir
 from tfcli.checkpoints.families import TABLES
+from tfcli.checkpoints.gguf_file import is_gguf
 from tfcli.checkpoints.names import Rule, Table, engine_paths, expected_shape
 from tfcli.checkpoints.tensors import TensorSource
 from tfcli.engine.init import Initializer
@@ -217,6 +218,10 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
     first blocks of the checkpoint (`--layers K`), so tensors of later blocks are skipped.
     """
     directory = Path(path)
+    if not directory.is_dir() and is_gguf(directory):  # not 'config.json is not UTF-8 text'
+        raise BadInputError(f"{directory}: a GGUF file, not a Hugging Face model directory "
+                            "(config.json + safetensors); load it as the SPEC, or with "
+                            "load_gguf_weights")
     kind = model_type(read_config(directory), str(config_file(directory)))
     with TensorSource(directory) as source:
         _check_block_count(spec, source)
