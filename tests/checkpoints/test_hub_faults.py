@@ -112,7 +112,7 @@ def _line(result: subprocess.CompletedProcess[str], command: str) -> str:
     if command != "validate":
         return _one_line_error(result)
     assert result.returncode == 2 and "Traceback" not in result.stdout + result.stderr
-    return result.stdout.strip().splitlines()[-1]
+    return " ".join(result.stdout.split())  # validate wraps its report
 
 
 def _refused(home: Path, server: ThreadingHTTPServer, surface: tuple[str, ...],
