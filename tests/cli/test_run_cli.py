@@ -144,15 +144,16 @@ def test_errors(invoke, tmp_path: Path) -> None:
         assert "Traceback" not in result.output
 
 
-def test_save_npz_write_failure_is_bad_input_and_leaves_nothing(invoke, tmp_path: Path,
-                                                                monkeypatch) -> None:
-    """A write that fails midway (here: disk full) is one message, exit 2, and no file."""
+def test_save_npz_write_failure_is_an_output_error_and_leaves_nothing(invoke, tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    """A write that fails midway (here: disk full) is one message, exit 74 (EX_IOERR, issue
+    28.2: a failed write is not bad input), and no file."""
     def disk_full(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(np, "savez", disk_full)
     result = invoke("run", "lesson-tiny", "--tokens", "1,2", "--save-npz", str(tmp_path / "o.npz"))
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 74, result.output
     assert "cannot write" in result.stderr and "No space left" in result.stderr
     assert list(tmp_path.iterdir()) == []
 

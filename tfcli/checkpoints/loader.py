@@ -218,7 +218,7 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
     first blocks of the checkpoint (`--layers K`), so tensors of later blocks are skipped.
     """
     directory = Path(path)
-    if not directory.is_dir() and is_gguf(directory):  # not 'config.json is not UTF-8 text'
+    if is_gguf(directory):  # a regular file only; not 'config.json is not UTF-8 text'
         raise BadInputError(f"{directory}: a GGUF file, not a Hugging Face model directory "
                             "(config.json + safetensors); load it as the SPEC, or with "
                             "load_gguf_weights")
