@@ -338,9 +338,6 @@ def trace_cmd(
     from tfcli.errors import BadInputError
     from tfcli.render.trace import render_trace
 
-    if seed is not None and not execute:  # the analytic trace draws nothing
-        raise BadInputError("--seed draws the weights of --execute's forward pass: add "
-                            "--execute, or drop --seed")
     if None not in (seq_len, src_len, tgt_len):  # --seq-len is only their default
         raise BadInputError(f"--seq-len {seq_len} sets the lengths --src-len and --tgt-len "
                             "leave out; with both given it would set nothing: drop it")

@@ -29,17 +29,12 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in text.split(","))
 
 
-def _lora_targets(text: str | None, lora_rank: int | None) -> tuple[str, ...]:
-    """--lora-targets as names, empty ones kept for the plan to refuse; given without
-    --lora-rank it would change nothing, so it is refused rather than ignored."""
+def _lora_targets(text: str | None) -> tuple[str, ...]:
+    """--lora-targets as names, empty ones kept for the plan to refuse (without --lora-rank it
+    is refused before, by cli_modes)."""
     from tfcli.analysis.memory_plan import MemoryOptions
-    from tfcli.errors import BadInputError
 
-    if text is None:
-        return MemoryOptions.lora_targets
-    if lora_rank is None:
-        raise BadInputError("--lora-targets applies only with --lora-rank (the adapters' rank)")
-    return _names(text)
+    return MemoryOptions.lora_targets if text is None else _names(text)
 
 
 def memory_cmd(
@@ -79,8 +74,6 @@ def memory_cmd(
     from tfcli.errors import BadInputError
     from tfcli.render.memory import render_memory
 
-    if fit and gpu is None:
-        raise BadInputError("--fit needs --gpu: the memory to fit into")
     model_spec = load_spec_arg(spec, layers)
     points = sweep_axes(batch, seq_len, MemoryOptions().resolved_seq_len(model_spec))
     if fit and points.is_sweep:
@@ -92,7 +85,7 @@ def memory_cmd(
         dtype=_dtype(dtype, attention.value), attention=attention.value,
         kv_dtype=kv_dtype.value if kv_dtype is not None else None, group_size=group_size,
         train=train, optimizer=optimizer.value, recompute=recompute.value, gpus=gpus, zero=zero,
-        tp=tp, lora_rank=lora_rank, lora_targets=_lora_targets(lora_targets, lora_rank),
+        tp=tp, lora_rank=lora_rank, lora_targets=_lora_targets(lora_targets),
         dropout=dropout,
         workers=_engine_workers() if attention.value == "engine" else 1,
         fused=_fused(fused, spec),

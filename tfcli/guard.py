@@ -115,7 +115,14 @@ def _carried_stop() -> Iterator[None]:
 
 
 class GuardedCommand(TyperCommand):
-    """Every tfcli command: its help is tfcli's own plain text, the same under any typer."""
+    """Every tfcli command: its help is tfcli's own plain text, the same under any typer, and an
+    option its mode does not read is refused before the command's body runs (cli_modes)."""
+
+    def invoke(self, ctx: Any) -> Any:
+        from tfcli.cli_modes import check_option_modes
+
+        check_option_modes(ctx)
+        return super().invoke(ctx)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from tfcli.help import command_help

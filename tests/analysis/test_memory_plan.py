@@ -36,9 +36,13 @@ def test_zero_stages_shard_in_turn() -> None:
                            (2, {"optimizer state", "master weights", "gradients"}),
                            (3, {"optimizer state", "master weights", "gradients", "weights"})):
         plan = build_memory_plan(LLAMA, replace(TRAIN, gpus=8, zero=stage))
-        for part in ("weights", "gradients", "optimizer state", "master weights", "activations"):
-            want = -(-base.part(part) // 8) if part in sharded else base.part(part)
+        for part in ("weights", "gradients", "master weights", "activations"):
+            # every LLaMA tensor's element count divides by 8: exactly an eighth each
+            want = base.part(part) // 8 if part in sharded else base.part(part)
             assert plan.part(part) == want, (stage, part)
+        # AdamW: the eighth of both float32 moments, and a step for an eighth of the tensors
+        steps = -(-parameter_tensors(LLAMA) // 8)
+        assert plan.part("optimizer state") == 8 * total_parameters(LLAMA) // 8 + 4 * steps
 
 
 def test_tensor_parallel_shares_heads_and_hidden_units_not_norms() -> None:

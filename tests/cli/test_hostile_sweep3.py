@@ -117,7 +117,7 @@ def test_validate_names_the_broken_link_too(broken_links: Path) -> None:
 
 def test_trace_refuses_a_seed_without_execute() -> None:
     """The analytic trace draws nothing: --seed without --execute changed nothing."""
-    assert "--seed draws the weights of --execute" in refused("trace", "lesson-tiny", "--seed", "3")
+    assert "--seed applies only with --execute" in refused("trace", "lesson-tiny", "--seed", "3")
     out = accepted("trace", "lesson-tiny", "--seq-len", "4", "--depth", "1", "--execute",
                    "--seed", "3", "-f", "json")
     assert '"seed": 3' in out

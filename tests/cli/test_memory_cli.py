@@ -41,7 +41,7 @@ def test_training_table() -> None:
     (("--fused", "qkv,qkv"), "--fused names 'qkv' more than once"),
     (("--fused", "qkv,,gate_up"), "--fused has an empty name"),
     (("--gpu", "h10"), "did you mean 'h100'"),
-    (("--fit",), "--fit needs --gpu"),
+    (("--fit",), "--fit applies only with --gpu"),
     (("--gpus", "3", "--tp", "2", "--train"), "--tp"),
     (("--attention", "engine", "--dtype", "bfloat16"), "add --dtype float32"),
     (("--fused", "qkvv"), "--fused must be one of qkv, gate_up, falcon_qkv (got 'qkvv')"),

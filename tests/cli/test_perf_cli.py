@@ -66,7 +66,7 @@ def test_trace_takes_the_conventions_and_says_so() -> None:
     (("--gpu", "h100", "--mfu", "0"), "--mfu must be in (0, 1]"),
     (("--gpu", "h100", "--mfu", "1.5"), "--mfu must be in (0, 1]"),
     (("--gpu", "a100", "--dtype", "float8"), "--dtype float8: A100 SXM 80GB has no float8"),
-    (("--gpu", "h100", "--train-tokens", "-5"), "--train-tokens must be a positive count"),
+    (("--gpu", "h100", "--train", "--train-tokens", "-5"), "--train-tokens must be a positive count"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
     code, out, err = run_in_memory("perf", "gpt2", "--layers", "1", *args)

@@ -211,9 +211,9 @@ def _cached_kv_heads(spec: Spec, o: MemoryOptions) -> int:
 # --- training -------------------------------------------------------------------------------
 
 
-def lora_parameters(spec: Spec, rank: int, targets: tuple[str, ...]) -> tuple[int, int]:
-    """(adapter parameters, adapter tensors): A (d_in, r) and B (r, d_out) per targeted linear
-    matrix of every block, r x (d_in + d_out) values."""
+def lora_tensor_sizes(spec: Spec, rank: int, targets: tuple[str, ...]) -> list[int]:
+    """The adapters' tensors, as element counts: A (d_in, r) and B (r, d_out) per targeted
+    linear matrix of every block."""
     unknown = [t for t in targets if t not in LORA_TARGETS]
     if unknown:
         raise BadInputError(not_one_of("--lora-targets", unknown[0], tuple(LORA_TARGETS)))
@@ -222,12 +222,33 @@ def lora_parameters(spec: Spec, rank: int, targets: tuple[str, ...]) -> tuple[in
     if not hits:
         raise BadInputError(f"--lora-rank: {spec.name} has no linear layers named "
                             f"{', '.join(targets)} to adapt (--lora-targets)")
-    return (sum(rank * sum(c.shape) * c.repeat for c in hits), sum(2 * c.repeat for c in hits))
+    return [rank * side for c in hits for _ in range(c.repeat) for side in c.shape]
+
+
+def lora_parameters(spec: Spec, rank: int, targets: tuple[str, ...]) -> tuple[int, int]:
+    """(adapter parameters, adapter tensors): r x (d_in + d_out) values per targeted matrix."""
+    sizes = lora_tensor_sizes(spec, rank, targets)
+    return sum(sizes), len(sizes)
+
+
+def parameter_tensor_sizes(spec: Spec) -> list[int]:
+    """Every parameter tensor's element count, as tfcli's arrays hold them (one per block)."""
+    return [c.per_instance for c in components(spec) if c.per_instance for _ in range(c.repeat)]
 
 
 def parameter_tensors(spec: Spec) -> int:
     """tfcli's parameter arrays (torch keeps one Adam `step` per parameter tensor)."""
     return sum(c.repeat for c in components(spec) if c.per_instance)
+
+
+def elements_per_rank(sizes: list[int], ways: int, per_tensor: bool) -> int:
+    """Elements one of `ways` ranks holds of tensors of `sizes` elements: whole values, never a
+    fraction of one. ZeRO-3 partitions every parameter tensor on its own (DeepSpeed's
+    ds_tensor: ceil(numel / world) elements, the last rank padded); stages 1-2 and tensor
+    parallelism split one flat buffer of them all (padded to a multiple of `ways`)."""
+    if per_tensor:
+        return sum(-(-n // ways) for n in sizes)
+    return -(-sum(sizes) // ways)
 
 
 def optimizer_bytes(optimizer: str, params: int, tensors: int) -> int:
@@ -255,37 +276,68 @@ def _saved(spec: Spec, o: MemoryOptions, work: Workload) -> SavedActivations:
                              frozenset(o.fused))
 
 
+@dataclass(frozen=True)
+class _Shards:
+    """What one rank holds of the trainable tensors: each state sharded over --tp and, from its
+    ZeRO stage on, over the data-parallel ranks (stage 1 optimizer state and master weights,
+    2 + gradients, 3 + weights)."""
+
+    sizes: list[int]  # the trainable tensors' element counts
+    tp: int
+    dp: int
+    zero: int
+
+    def ways(self, stage: int) -> int:
+        return self.tp * (self.dp if self.zero >= stage else 1)
+
+    def elements(self, stage: int) -> int:
+        return elements_per_rank(self.sizes, self.ways(stage), self.zero >= 3)
+
+    def tensors(self, stage: int) -> int:  # Adam's `step` tensors, one per parameter tensor
+        return -(-len(self.sizes) // self.ways(stage))
+
+
+def check_zero_degree(trainable: int, dp: int, zero: int) -> None:
+    """ZeRO over more data-parallel ranks than there are values to shard would leave ranks
+    holding padding alone: refused, naming the two counts."""
+    if zero and dp > trainable:
+        raise BadInputError(f"--zero {zero} over {dp:,} data-parallel GPUs (--gpus / --tp): more "
+                            f"ranks than the {trainable:,} trainable parameters it shards")
+
+
 def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPart]:
     it = _compute_itemsize(o.dtype)
     mixed = it < FLOAT32
     dp = o.gpus // o.tp
-    base = total_parameters(spec)
-    lora, lora_tensors = lora_parameters(spec, o.lora_rank, o.lora_targets) if o.lora_rank \
-        else (0, 0)
-    trainable = lora or base
-    tensors = o.param_tensors or parameter_tensors(spec)
-    if lora:  # frozen base in its dtype, adapters (and everything about them) in float32
-        weights = weight_bytes(spec, o.dtype, o.group_size) + FLOAT32 * lora
-        grads, master, tensors = FLOAT32 * lora, 0, lora_tensors
-    else:
-        weights, grads = it * base, it * base
-        master = FLOAT32 * base if mixed else 0
-    opt = optimizer_bytes(o.optimizer, trainable, tensors)
+    lora_sizes = lora_tensor_sizes(spec, o.lora_rank, o.lora_targets) if o.lora_rank else []
+    lora = sum(lora_sizes)
+    sizes = lora_sizes or parameter_tensor_sizes(spec)
+    trainable = sum(sizes)
+    check_zero_degree(trainable, dp, o.zero)
+    shards = _Shards(sizes, o.tp, dp, o.zero)
+    tensors = shards.tensors(1)
+    if o.param_tensors and not lora:  # torch's tensor count, when it differs from tfcli's
+        tensors = -(-o.param_tensors // shards.ways(1))
     tp_ways = o.tp
-    shard = {"weights": dp if o.zero >= 3 else 1, "gradients": dp if o.zero >= 2 else 1,
-             "optimizer": dp if o.zero >= 1 else 1}
+    if lora:  # frozen base in its dtype, sharded as bytes; the adapters (and all about them) f32
+        base_bytes = _sharded(weight_bytes(spec, o.dtype, o.group_size), shards.ways(3))
+        weights = base_bytes + FLOAT32 * shards.elements(3)
+        grads, master = FLOAT32 * shards.elements(2), 0
+    else:
+        weights, grads = it * shards.elements(3), it * shards.elements(2)
+        master = FLOAT32 * shards.elements(1) if mixed else 0
+    opt = optimizer_bytes(o.optimizer, shards.elements(1), tensors)
     saved = _saved(spec, o, Workload(o.batch, seq_len, it))
     tokens = o.batch * seq_len
     loss = tokens * spec.vocab_size * (it + FLOAT32) if spec.lm_head else 0
     parts = [
-        MemoryPart("weights", _sharded(weights, tp_ways * shard["weights"]),
+        MemoryPart("weights", weights,
                    f"{o.dtype}" + (f", frozen base + {lora:,} LoRA parameters (float32)"
                                    if lora else "")),
-        MemoryPart("gradients", _sharded(grads, tp_ways * shard["gradients"]),
-                   "float32" if lora else o.dtype),
-        MemoryPart("optimizer state", _sharded(opt, tp_ways * shard["optimizer"]),
+        MemoryPart("gradients", grads, "float32" if lora else o.dtype),
+        MemoryPart("optimizer state", opt,
                    f"{o.optimizer}, {trainable:,} trainable parameters"),
-        MemoryPart("master weights", _sharded(master, tp_ways * shard["optimizer"]),
+        MemoryPart("master weights", master,
                    "float32 copy for mixed precision" if master else
                    "none: the adapters are float32" if lora else "none: the weights are float32"),
         MemoryPart("activations", saved.total,
@@ -297,7 +349,7 @@ def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPa
     if o.recompute == "full":
         parts.append(MemoryPart("recomputed block", saved.per_block,
                                 "one block's saved set, rebuilt during backward"))
-    step = _sharded(step_scratch_bytes(o.optimizer, trainable), tp_ways * shard["optimizer"])
+    step = step_scratch_bytes(o.optimizer, shards.elements(1))
     freed = sum(p.bytes for p in parts if p.name in FREED_BEFORE_STEP)
     parts.append(MemoryPart("optimizer step", max(0, step - freed),
                             f"foreach update scratch {step:,} B, less what backward freed"
