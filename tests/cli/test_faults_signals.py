@@ -191,3 +191,12 @@ def test_ctrl_c_while_modules_import_is_a_quiet_130(module: str, hook_dir: Path)
     tfcli.cli); numpy inside the command."""
     done = _tfcli(["run", "lesson-tiny", "--tokens", "1,2"], hook_dir, f"import:{module}@SIGINT")
     assert (done.returncode, done.stdout, done.stderr) == (130, "", "")
+
+
+def test_the_console_script_is_the_entry_point_that_catches_it() -> None:
+    """`tfcli` (the console script) must start where `python -m tfcli` does, in the entry point
+    that catches a Ctrl-C during the imports; tfcli.cli:main runs only after them."""
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert pyproject["project"]["scripts"]["tfcli"] == "tfcli.__main__:main"
