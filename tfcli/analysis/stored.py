@@ -23,7 +23,8 @@ def _gguf(path: str, spec: Spec) -> StoredWeights:
     gguf = read_gguf(path)
     tensors = [StoredTensor(t.name, t.ggml_type, t.shape, t.n_bytes) for t in gguf.tensors]
     table = GGUF_TABLES[gguf_architecture(gguf)]
-    return stored_weights(path, "gguf", table, spec, tensors, total_parameters(spec))
+    return stored_weights(path, "gguf", table, spec, tensors, total_parameters(spec),
+                          unreadable=gguf.unsupported())
 
 
 def _safetensors(folder: str, spec: Spec) -> StoredWeights | None:

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from math import prod
 from pathlib import Path
 
-from tfcli.errors import BadInputError
+from tfcli.checkpoints.layout import Span, layout_problem
+from tfcli.errors import BadInputError, shown
 from tfcli.files import open_regular
 
 GGUF_MAGIC = b"GGUF"
@@ -45,8 +46,19 @@ GGML_TYPES: dict[int, tuple[str, int, int]] = {
     22: ("IQ2_S", 256, 82), 23: ("IQ4_XS", 256, 136), 24: ("I8", 1, 1), 25: ("I16", 1, 2),
     26: ("I32", 1, 4), 27: ("I64", 1, 8), 28: ("F64", 1, 8), 29: ("IQ1_M", 256, 56),
     30: ("BF16", 1, 2), 34: ("TQ1_0", 256, 54), 35: ("TQ2_0", 256, 66),
-    39: ("MXFP4", 32, 17),
+    39: ("MXFP4", 32, 17), 40: ("NVFP4", 64, 36),
 }
+# The types tfcli can dequantise: those whose dequantize() gguf.quants (0.19) implements, found
+# by running it on a block of each type; the others (Q8_1 and Q8_K, llama.cpp's intermediate
+# types, the integers I8-I64 and F64) raise NotImplementedError there, deep inside `run`.
+# (gguf-py sizes a Q8_1 block as 40 bytes, ggml as 36; the header is ggml's, as above.)
+# Decided from the header: `params` lists such a tensor as a difference, `run` refuses it before
+# any work. tests/checkpoints/test_gguf_faults.py checks this set against the installed gguf.
+DEQUANTISABLE = frozenset({
+    "F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K",
+    "Q5_K", "Q6_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S",
+    "IQ4_XS", "IQ1_M", "TQ1_0", "TQ2_0", "MXFP4", "NVFP4",
+})
 
 # GGUF metadata value types: id -> struct format (scalars), or STRING / ARRAY
 _SCALARS: dict[int, str] = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f",
@@ -74,6 +86,14 @@ class GGUFTensor:
     def bits_per_weight(self) -> float:
         _, block, size = _TYPE_BY_NAME[self.ggml_type]
         return 8 * size / block
+
+    @property
+    def unsupported(self) -> str | None:
+        """Why tfcli cannot compute with this tensor (its ggml type), None when it can."""
+        if self.ggml_type in DEQUANTISABLE:
+            return None
+        return (f"tensor {shown(self.name)} is stored as {self.ggml_type}, a ggml type tfcli "
+                "cannot dequantise")
 
 
 _TYPE_BY_NAME = {name: (tid, block, size) for tid, (name, block, size) in GGML_TYPES.items()}
@@ -109,6 +129,10 @@ class GGUFFile:
 
     def error(self, message: str) -> BadInputError:
         return BadInputError(f"{self.path}: {message}")
+
+    def unsupported(self) -> list[str]:
+        """Why each tensor whose type tfcli cannot dequantise is refused, in file order."""
+        return [why for t in self.tensors if (why := t.unsupported) is not None]
 
 
 class _Cursor:
@@ -220,15 +244,21 @@ def _tensor(cur: _Cursor) -> GGUFTensor:
     return GGUFTensor(name, ggml_type, tuple(reversed(dims)), offset)
 
 
-def _check_tensors(cur: _Cursor, tensors: list[GGUFTensor], data_offset: int) -> None:
+def _check_tensors(cur: _Cursor, tensors: list[GGUFTensor], data_offset: int,
+                   alignment: int) -> None:
+    """Names once each, and the one layout rule (layout.py): offsets aligned, byte ranges
+    disjoint and inside the file. Alignment gaps between tensors are the format's."""
     names: set[str] = set()
     for t in tensors:
         if t.name in names:
             raise cur.fail(f"tensor {t.name!r} appears twice")
         names.add(t.name)
-        if data_offset + t.offset + t.n_bytes > len(cur.data):
-            raise cur.fail(f"tensor {t.name!r} ({t.ggml_type}, {list(t.shape)}) ends past the "
-                           f"end of the file ({len(cur.data):,} bytes)")
+    data_size = max(0, len(cur.data) - data_offset)
+    problem = layout_problem((Span(t.name, t.offset, t.n_bytes) for t in tensors), data_size,
+                             alignment)
+    if problem:
+        raise BadInputError(f"{cur.path}: not a valid GGUF file: {problem} "
+                            f"(general.alignment {alignment})")
 
 
 def is_gguf(path: str | Path) -> bool:
@@ -280,5 +310,5 @@ def _parse(cur: _Cursor, path: Path, keep: Collection[str]) -> GGUFFile:
             or alignment & (alignment - 1):
         raise cur.fail(f"general.alignment {alignment!r} is not a power of two")
     data_offset = -(-cur.pos // alignment) * alignment
-    _check_tensors(cur, tensors, data_offset)
+    _check_tensors(cur, tensors, data_offset, alignment)
     return GGUFFile(path, version, metadata, tuple(tensors), data_offset, len(cur.data))

@@ -25,9 +25,10 @@ from tfcli.checkpoints.loader import (
     set_path,
     skeleton,
 )
+from tfcli.deps import calling
 from tfcli.engine.layout import arrange_weights
 from tfcli.engine.weights import Weights, named_arrays
-from tfcli.errors import BadInputError
+from tfcli.errors import BadInputError, shown
 from tfcli.spec import Spec
 
 GGUF_EXTRA = "pip install 'tfcli[gguf]'"
@@ -80,13 +81,24 @@ class GGUFSource:
 
     def get(self, name: str, dtype: np.dtype | Any) -> Array:
         t = self._tensors[name]
-        array = self._dequantize(self._raw(t), type_id(t.ggml_type)).reshape(t.shape)
+        with calling("gguf", str(self.gguf.path), f"dequantising tensor {shown(name)}"):
+            array = self._dequantize(self._raw(t), type_id(t.ggml_type)).reshape(t.shape)
         role = name.split(".")[-2] if name.startswith("blk.") else ""
         if role in self._heads:
             array = unpermute(array, self._heads[role])
         if self._norm_offset and name.endswith("norm.weight"):
             array = array - self._norm_offset
         return np.ascontiguousarray(array, dtype=dtype)
+
+
+def _check_dequantisable(gguf: GGUFFile, names: list[str]) -> None:
+    """Refuse, before any tensor is dequantised, a needed tensor whose ggml type the header
+    allows but the dequantiser lacks (gguf_file.DEQUANTISABLE)."""
+    tensors = {t.name: t for t in gguf.tensors}
+    for name in names:
+        why = tensors[name].unsupported if name in tensors else None
+        if why is not None:
+            raise gguf.error(f"{why}, so it cannot be run")
 
 
 def load_gguf_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float32, *,
@@ -99,6 +111,7 @@ def load_gguf_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.
     weights = skeleton(spec, dtype)
     slots = dict(named_arrays(weights))
     steps = checked_plan(GGUF_TABLES[arch], spec, slots, source, f"GGUF {arch}", truncated)
+    _check_dequantisable(gguf, [step.hf for step in steps])
     for step in steps:
         tensor, shapes = source.get(step.hf, np.dtype(dtype)), [slots[p].shape for p in step.ours]
         for ours, array in zip(step.ours, convert(step.rule, tensor, shapes)):

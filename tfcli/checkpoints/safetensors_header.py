@@ -5,7 +5,9 @@ from these alone, and the loader (tensors.py) reads tensors from the same entrie
 A safetensors file is an 8-byte little-endian header length, a JSON header mapping each tensor
 to its dtype, shape and byte offsets, then the data. A checkpoint is downloaded input, so every
 header is checked before any data is read: its length against the file, its JSON strictly, each
-entry's offsets inside the data and its byte count against dtype x shape.
+entry's offsets inside the data and its byte count against dtype x shape, and the entries
+together by the one layout rule of every checkpoint format (layout.py: disjoint, in order,
+covering the data exactly, as the safetensors library requires).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from tfcli.checkpoints.configs import parse_json, read_bounded, strict_json
 from tfcli.checkpoints.fields import shown
+from tfcli.checkpoints.layout import Span, layout_problem
 from tfcli.errors import BadInputError
 
 SINGLE_FILE = "model.safetensors"
@@ -110,27 +113,11 @@ def read_entries(file: Path) -> dict[str, Entry]:
                                 f"{problem})")
         start, end = info["data_offsets"]
         entries[name] = Entry(file, info["dtype"], tuple(info["shape"]), data_start + start, end - start)
-    problem = _layout_problem(entries, data_start, data_size)
+    problem = layout_problem((Span(name, e.offset - data_start, e.nbytes)
+                              for name, e in entries.items()), data_size, covered=True)
     if problem:
         raise BadInputError(f"{file}: cannot be opened as safetensors ({problem})")
     return entries
-
-
-def _layout_problem(entries: dict[str, Entry], data_start: int, data_size: int) -> str | None:
-    """The format's rule, which the safetensors library enforces: the tensors' bytes tile the
-    data exactly - two tensors sharing bytes would read each other's values, a gap or a tail
-    is bytes no tensor owns."""
-    at = 0
-    for start, end, name in sorted((e.offset - data_start, e.offset - data_start + e.nbytes, n)
-                                   for n, e in entries.items()):
-        if start != at:
-            where = "inside another tensor's bytes" if start < at else \
-                f"after {start - at:,} bytes no tensor owns"
-            return f"tensor {shown(name)} starts at data byte {start:,}, {where}"
-        at = end
-    if at != data_size:
-        return f"{data_size - at:,} bytes after the last tensor belong to no tensor"
-    return None
 
 
 # --- the sharded index ------------------------------------------------------------------------

@@ -165,10 +165,12 @@ def differences(table: Table, spec: Spec, tensors: list[StoredTensor]) -> tuple[
 
 def stored_weights(source: str, fmt: str, table: Table, spec: Spec,
                    tensors: list[StoredTensor], spec_parameters: int,
-                   quantized: str = "") -> StoredWeights:
+                   quantized: str = "", unreadable: list[str] | None = None) -> StoredWeights:
     """The summary and verdict; a quantised checkpoint (`quantized`: its method) is summarised
-    by real bytes only - its packed tensors have other names and shapes by design."""
-    found = () if quantized else differences(table, spec, tensors)
+    by real bytes only - its packed tensors have other names and shapes by design.
+    `unreadable`: why each tensor tfcli cannot compute with (a ggml type its dequantiser
+    lacks) cannot be - differences first, as a file tfcli cannot run is never "equal"."""
+    found = tuple(unreadable or ()) + (() if quantized else differences(table, spec, tensors))
     return StoredWeights(
         source, fmt, group_tensors(tensors), sum(prod(t.shape) for t in tensors),
         sum(t.n_bytes for t in tensors), spec_parameters, found, quantized)
