@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -47,6 +48,10 @@ class _Misbehaving(BaseHTTPRequestHandler):
     def _answer(self) -> None:
         fault: str = self.server.fault  # type: ignore[attr-defined]
         self.server.seen.append(f"{self.command} {self.path}")  # type: ignore[attr-defined]
+        if fault == "hangup":  # closes the connection before any answer
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return None
         if fault == "redirect-loop":
             return self._send(302, {"Location": self.path, "Content-Length": "0"})
         if self.path.startswith("/api/models/"):
@@ -60,8 +65,9 @@ class _Misbehaving(BaseHTTPRequestHandler):
             return self._send(503, {"Content-Length": "0"})
         sha = {"listing-sha-path": "../..", "listing-sha-short": "abc123"}.get(fault, COMMIT)
         size = BIG if fault == "listed-64mib" else len(CONFIG)
+        weights = 2**60 if fault == "listed-exabyte-weights" else 1000
         siblings = [{"rfilename": "config.json", "size": size},
-                    {"rfilename": "model.safetensors", "size": 1000}]
+                    {"rfilename": "model.safetensors", "size": weights}]
         body = json.dumps({"id": REPO, "sha": sha, "siblings": siblings}).encode()
         self._send(200, {"Content-Type": "application/json", "Content-Length": str(len(body))}, body)
 
@@ -81,6 +87,10 @@ class _Misbehaving(BaseHTTPRequestHandler):
                 self.wfile.write(bytes([byte]))
                 self.wfile.flush()
                 time.sleep(1)
+            return None
+        if fault == "short-body":  # says 1 KiB more than it sends, then closes
+            self._send(200, headers | {"Content-Length": str(len(CONFIG) + 1024)}, CONFIG)
+            self.close_connection = True
             return None
         if fault == "body-64mib":  # headers that say small, a body that is not
             self._send(200, headers | {"Content-Length": str(BIG)})
@@ -272,3 +282,23 @@ def test_weights_given_a_gguf_file_reads_it(tmp_path: Path, command: str) -> Non
     line = _one_line_error(_tfcli(tmp_path, command, "lesson-tiny", "--tokens", "1",
                                   "--weights", str(gguf_file)))
     assert "UTF-8" not in line and str(gguf_file) in line
+
+
+@pytest.mark.parametrize("surface", SURFACES, ids=lambda s: s[0])
+@pytest.mark.parametrize("hub", ["short-body", "hangup"], indirect=True)
+def test_an_answer_that_breaks_off_is_not_a_connection_problem(
+        tmp_path: Path, hub: ThreadingHTTPServer, surface: tuple[str, ...]) -> None:
+    """The Hub answered (or accepted the connection) and broke off: 'cannot reach the Hub ...
+    check the connection' sent the user to their network."""
+    line = _refused(tmp_path, hub, surface)
+    assert "broke off its answer" in line and "check the connection" not in line
+
+
+@_fault("listed-exabyte-weights")
+@pytest.mark.parametrize("surface", WEIGHT_SURFACES, ids=lambda s: s[0])
+def test_a_checkpoint_larger_than_the_free_disk_is_not_downloaded(
+        tmp_path: Path, hub: ThreadingHTTPServer, surface: tuple[str, ...]) -> None:
+    line = _refused(tmp_path, hub, surface)
+    assert "the checkpoint is 1,152,921,504,606,8" in line and "bytes on the Hub, more than" in line
+    assert "free under" in line
+    assert not [r for r in hub.seen if "model.safetensors" in r]  # type: ignore[attr-defined]

@@ -64,6 +64,8 @@ def exit_with(code: int, *needles: str) -> Callable[[Outcome], str | None]:
     def check(out: Outcome) -> str | None:
         if out.code != code:
             return f"exit {out.code}, wanted {code}: {first_line(out.stderr)}"
+        if code > 128:  # a signal: quiet, as a shell's Ctrl-C is
+            return f"said {first_line(out.stderr)!r} on a signal" if out.stderr.strip() else None
         if code != EXIT_OK:
             lines = out.stderr.strip().splitlines()
             errors = [line for line in lines if line.startswith("tfcli: error: ")]
@@ -119,7 +121,9 @@ def generic(out: Outcome) -> str | None:
 
 def run_case(case: Case) -> Outcome:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TFCLI_"))}
-    env |= {"PYTHONPATH": str(ROOT), "COLUMNS": "120"} | case.env
+    # PYTHONDONTWRITEBYTECODE: under RLIMIT_FSIZE a child writing a .pyc would truncate it in
+    # the shared tree (it did once: every later import of that module failed)
+    env |= {"PYTHONPATH": str(ROOT), "COLUMNS": "120", "PYTHONDONTWRITEBYTECODE": "1"} | case.env
 
     def limits() -> None:
         if case.fsize is not None:
@@ -361,6 +365,154 @@ def weights_gguf_cases(work: Path, gguf_file: Path) -> list[Case]:
                  refuses_without("UTF-8")) for c in ("run", "generate")]
 
 
+class _Endpoint(BaseHTTPRequestHandler):
+    """A local Hub whose repository `fault/<name>` misbehaves as <name> says (hub_cases)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes = b"") -> None:
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD" and body:
+            self.wfile.write(body)
+
+    def _answer(self) -> None:
+        parts = self.path.split("?")[0].strip("/").split("/")
+        api = parts[:2] == ["api", "models"]
+        fault = parts[3] if api and len(parts) > 3 else parts[1] if len(parts) > 1 else ""
+        if fault == "silent":  # accepts, reads, never answers
+            time.sleep(600)
+            return None
+        if fault == "hangup":  # closes the connection before any answer
+            self.close_connection = True
+            self.wfile.flush()
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return None
+        if api:
+            return self._listing(fault)
+        return self._file(fault, parts[-1])
+
+    def _listing(self, fault: str) -> None:
+        if fault == "listing-429-a-day":
+            return self._send(429, {"Retry-After": "86400", "Content-Length": "0"})
+        if fault == "listing-not-json":
+            return self._send(200, {"Content-Type": "application/json", "Content-Length": "7"},
+                              b"{oops:1")
+        sha = {"sha-dotdot": "../../../../tmp", "sha-upper": COMMIT.upper(),
+               "sha-41": COMMIT + "0", "sha-slash": COMMIT[:20] + "/" + COMMIT[21:]}.get(fault,
+                                                                                         COMMIT)
+        config_size = 20 * 2**20 if fault == "listed-20mib" else len(CORPUS_CONFIG)
+        weight_size = 10 * 2**40 if fault == "weights-10tib" else 1000
+        siblings = [{"rfilename": "config.json", "size": config_size},
+                    {"rfilename": "model.safetensors", "size": weight_size}]
+        body = json.dumps({"id": f"fault/{fault}", "sha": sha, "siblings": siblings}).encode()
+        self._send(200, {"Content-Type": "application/json", "Content-Length": str(len(body))},
+                   body)
+
+    def _file(self, fault: str, name: str) -> None:
+        headers = {"X-Repo-Commit": "/etc" if fault == "commit-header-abs" else COMMIT,
+                   "ETag": '"' + "f" * 40 + '"', "Content-Length": str(len(CORPUS_CONFIG))}
+        if fault == "resolve-500":
+            return self._send(500, {"Content-Length": "0"})
+        if fault == "resolve-503-a-day":
+            return self._send(503, {"Retry-After": "86400", "Content-Length": "0"})
+        if self.command == "HEAD":
+            return self._send(200, headers)
+        if fault in ("drip", "drip-ctrl-c"):
+            self._send(200, headers)
+            for byte in CORPUS_CONFIG:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(1)
+            return None
+        if fault == "short-body":  # says 1 KiB more than it sends, then closes
+            self._send(200, headers | {"Content-Length": str(len(CORPUS_CONFIG) + 1024)},
+                       CORPUS_CONFIG)
+            self.close_connection = True
+            return None
+        if fault == "body-20mib":  # a listing and headers that say small, a body that is not
+            self._send(200, headers | {"Content-Length": str(20 * 2**20)})
+            for _ in range(20):
+                self.wfile.write(b" " * 2**20)
+            return None
+        return self._send(200, headers, CORPUS_CONFIG)
+
+    do_GET = do_HEAD = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+CORPUS_CONFIG = json.dumps(TINY_LLAMA).encode()
+HUB_FAULTS = ["listing-429-a-day", "listing-not-json", "sha-dotdot", "sha-upper", "sha-41",
+              "sha-slash", "listed-20mib", "weights-10tib", "commit-header-abs", "resolve-500",
+              "resolve-503-a-day", "drip", "short-body", "body-20mib", "silent", "hangup"]
+
+
+def hub_cases(work: Path) -> list[Case]:
+    """28.6: a local endpoint that misbehaves, on the surfaces that fetch: one line, exit 2,
+    within the budget (TFCLI_HUB_TIMEOUT=6, and once the default), nothing partial in the cache,
+    no path made of what the endpoint sent; Ctrl-C during a download exits 130."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    server.daemon_threads = True
+    server.handle_error = lambda request, address: None  # a client that left: not the corpus's
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    cases = []
+    surfaces = (["params"], ["import-config"], ["run", "--tokens", "1"])
+    for fault in HUB_FAULTS:
+        for surface in surfaces:
+            if fault == "weights-10tib" and surface[0] != "run":
+                continue  # only a run downloads the weights
+            home = work / f"hub-{fault}-{surface[0]}"
+            home.mkdir()
+            argv = [surface[0], f"fault/{fault}", *surface[1:]]
+            cases.append(Case("6 hub", f"{' '.join(argv)}", argv,
+                              within(20, clean_cache(home, exit_with(EXIT_BAD))),
+                              env={"HF_HOME": str(home), "HF_ENDPOINT": url,
+                                   "TFCLI_HUB_TIMEOUT": "6"}))
+    home = work / "hub-default-budget"
+    home.mkdir()
+    cases.append(Case("6 hub", "params fault/drip, the default budget", ["params", "fault/drip"],
+                      within(45, clean_cache(home, exit_with(EXIT_BAD))),
+                      env={"HF_HOME": str(home), "HF_ENDPOINT": url}))
+    for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143)):
+        home = work / f"hub-ctrl-c-{signum.name}"
+        home.mkdir()
+        cases.append(Case("6 hub", f"params fault/drip-ctrl-c, {signum.name} mid-download",
+                          ["params", "fault/drip-ctrl-c"],
+                          within(8, clean_cache(home, exit_with(code))),
+                          env={"HF_HOME": str(home), "HF_ENDPOINT": url},
+                          signal_at=(signum, 4.0)))
+    return cases
+
+
+def within(seconds: float, check: Callable[[Outcome], str | None]) -> Callable[[Outcome], str | None]:
+    def timed(out: Outcome) -> str | None:
+        if out.seconds > seconds + (4.0 if seconds < 30 else 0):  # interpreter start-up
+            return f"took {out.seconds:.0f} s, past {seconds} s"
+        return check(out)
+    return timed
+
+
+def clean_cache(home: Path, check: Callable[[Outcome], str | None]) -> Callable[[Outcome], str | None]:
+    """No partial download left, and nothing made outside HF_HOME/hub from a sent path."""
+    def cached(out: Outcome) -> str | None:
+        partial = list(home.glob("hub/**/*.incomplete"))
+        if partial:
+            return f"left {partial[0].name}"
+        outside = [p.name for p in home.iterdir() if p.name not in ("hub", "xet", "token", ".agent_harnesses.json")]
+        if outside:
+            return f"made {outside} in HF_HOME"
+        if out.code == EXIT_BAD and "check the connection" in out.stderr \
+                and "HTTP" in out.stderr:
+            return "an HTTP status read as 'check the connection'"
+        return check(out)
+    return cached
+
+
 # --- the run -----------------------------------------------------------------------------------
 
 
@@ -375,6 +527,7 @@ BUILDERS: dict[str, Callable[[Path, Path], list[Case]]] = {
     "2": write_cases,
     "3": lambda w, g: signal_cases(w),
     "4": lambda w, g: endpoint_cases(w),
+    "6": lambda w, g: hub_cases(w),
     "8": lambda w, g: degenerate_cases(w),
     "9": lambda w, g: broken_snapshot_cases(w) + weights_gguf_cases(w, g),
 }

@@ -136,6 +136,10 @@ def _failure(ref: HubRef, exc: Exception, what: str,
     if isinstance(exc, httpx2.TooManyRedirects):
         return BadInputError(f"{ref}: the Hub at {constants.ENDPOINT} redirects without end "
                              f"({type(exc).__name__}); check HF_ENDPOINT")
+    if isinstance(exc, httpx2.RemoteProtocolError):  # it answered, then broke off: reachable
+        detail = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else "no detail"
+        return BadInputError(f"{ref}: the Hub at {constants.ENDPOINT} broke off its answer "
+                             f"while fetching {what} ({detail}); try again")
     if isinstance(exc, (errors.LocalEntryNotFoundError, httpx2.TransportError)):
         cached = ", ".join(cached_snapshots(ref)[:4]) or "none"
         return BadInputError(f"{ref}: cannot reach the Hub at {constants.ENDPOINT}; cached "
@@ -264,13 +268,32 @@ def _fetch(hub: Any, ref: HubRef, weights: bool, operation: Operation) -> Path:
         if bound is not None and size is not None and size > bound:
             raise operation.too_large(size)
     if weights:
-        operation.extend(sum(sizes[n] or 0 for n in chosen) / FLOOR_RATE)
+        total = sum(sizes[n] or 0 for n in chosen)
+        _check_free_space(ref, total)
+        operation.extend(total / FLOOR_RATE)
     for name in chosen:
         bound = bounds.get(name)
         operation.fetching(name, bound if bound is not None else sizes[name])
         hub.hf_hub_download(ref.repo, name, revision=sha)
     _remember(ref, sha)
     return _cache_root(ref) / "snapshots" / sha
+
+
+def _check_free_space(ref: HubRef, listed: int) -> None:
+    """A checkpoint larger than the cache's free disk space is refused before its first byte:
+    it would fill the disk after hours of download (a listing may claim any size)."""
+    import shutil
+
+    folder = _cache_root(ref)
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # unknown: the download's own writes will say it
+    if listed > free:
+        raise BadInputError(f"{ref}: the checkpoint is {listed:,} bytes on the Hub, more than "
+                            f"the {free:,} bytes free under {folder}; not downloaded")
 
 
 def _remember(ref: HubRef, sha: str) -> None:
