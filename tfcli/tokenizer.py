@@ -13,10 +13,13 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tfcli.errors import BadInputError
 from tfcli.intlist import parse_int_list
+
+if TYPE_CHECKING:
+    from tfcli.checkpoints.tokenizer_json import Growth
 
 BYTE_VOCAB = 256
 HF_EXTRA = "pip install 'tfcli[hf]'"  # the extra in pyproject.toml that brings `tokenizers`
@@ -85,67 +88,106 @@ MAX_TOKENIZER_BYTES = 256 * 2**20
 
 
 class HFTokenizer:
-    """A Hugging Face tokenizer.json, through the optional `tokenizers` package."""
+    """A Hugging Face tokenizer.json, through the optional `tokenizers` package. What it may
+    hold is decided when it is loaded (checkpoints/tokenizer_json.py: bounds, the unknown
+    token, the normaliser's growth); every call into `tokenizers` goes through deps.calling,
+    so what it raises - a Rust panic included - is one line naming the file."""
 
     def __init__(self, path: Path) -> None:
+        import json
+
         from tokenizers import Tokenizer as _Tokenizer  # optional dependency, imported on use
 
         from tfcli.checkpoints.configs import read_bounded
+        from tfcli.checkpoints.tokenizer_json import check_tokenizer_json
         from tfcli.errors import clip
 
         self.name = str(path)
         # read here, bounded and regular files only: from_file would read a FIFO or /dev/zero
         data = read_bounded(path, MAX_TOKENIZER_BYTES, "a tokenizer.json")
+        with self._calling("loading it as a tokenizer"):
+            try:
+                text = data.decode("utf-8")
+                self._tok = _Tokenizer.from_str(text)
+            except Exception as exc:  # `tokenizers` raises bare Exception for bad JSON or UTF-8
+                raise BadInputError(f"{path}: cannot be loaded as a tokenizer "
+                                    f"({clip(str(exc), 120)})") from None
         try:
-            self._tok = _Tokenizer.from_str(data.decode("utf-8"))
-        except Exception as exc:  # `tokenizers` raises bare Exception for bad JSON or UTF-8
-            raise BadInputError(f"{path}: cannot be loaded as a tokenizer "
-                                f"({clip(str(exc), 120)})") from None
+            doc = json.loads(text)
+        except (ValueError, RecursionError) as exc:  # what serde took, json may not
+            raise BadInputError(f"{path}: cannot be read as JSON ({clip(str(exc), 120)})") from None
+        self._growth: Growth | None = check_tokenizer_json(doc, path)
         self._adopt()
 
     @classmethod
     def built(cls, tokenizer: Any, name: str) -> HFTokenizer:
         """A tokenizer built in memory (from a GGUF file's metadata), wrapped the same way."""
         self = cls.__new__(cls)
-        self.name, self._tok = name, tokenizer
+        self.name, self._tok, self._growth = name, tokenizer, None
         self._adopt()
         return self
 
+    def _calling(self, doing: str) -> Any:
+        from tfcli.deps import calling
+
+        return calling("tokenizers", self.name, doing, capture_fd2=True)
+
     def _adopt(self) -> None:
-        truncation = self._tok.truncation
+        with self._calling("reading its settings"):
+            truncation = self._tok.truncation
+            # all-MiniLM-L6-v2's tokenizer.json pads every text to 128 (122 [PAD]s for four
+            # words) and truncates at 128: encode each text alone, let fit_length handle it.
+            self._tok.no_padding()
+            self._tok.no_truncation()
         self.max_length: int | None = truncation["max_length"] if truncation else None
-        # all-MiniLM-L6-v2's tokenizer.json pads every text to 128 (122 [PAD]s for four words)
-        # and truncates at 128: encode each text alone and let fit_length handle the limit.
-        self._tok.no_padding()
-        self._tok.no_truncation()
+
+    def _check_growth(self, text: str) -> None:
+        if self._growth is not None:
+            from tfcli.checkpoints.tokenizer_json import check_normalised
+
+            check_normalised(self._growth, len(text), self.name, "the text")
 
     def encode(self, text: str) -> list[int]:
-        return list(self._tok.encode(text).ids)
+        self._check_growth(text)
+        with self._calling("encoding the text"):
+            return list(self._tok.encode(text).ids)
 
     def encode_truncated(self, text: str, max_length: int, keep: Keep) -> list[int]:
         """The tokenizer's own truncation, so special tokens ([CLS] ... [SEP]) survive the cut."""
-        try:
-            self._tok.enable_truncation(max_length, direction="right" if keep == "start" else "left")
-            return list(self._tok.encode(text).ids)
-        except Exception as exc:  # e.g. max_length shorter than the special tokens it adds
-            raise BadInputError(f"cannot cut the text to {max_length} tokens: {exc}") from None
-        finally:
-            self._tok.no_truncation()
+        self._check_growth(text)
+        with self._calling("encoding the text"):
+            try:
+                self._tok.enable_truncation(max_length,
+                                            direction="right" if keep == "start" else "left")
+                return list(self._tok.encode(text).ids)
+            except Exception as exc:  # e.g. max_length shorter than the special tokens it adds
+                raise BadInputError(f"cannot cut the text to {max_length} tokens: {exc}") from None
+            finally:
+                self._tok.no_truncation()
 
     def decode(self, ids: list[int]) -> str:
         """`tokenizers` drops ids it lacks without a word; those show as <id> instead."""
         if all(self.covers(i) for i in ids):
             # one call: the decoder joins the whole sequence; special tokens stay visible
             # (<|im_end|>, [SEP]), as transformers' decode(skip_special_tokens=False) shows them
+            return self._decode_run(ids)
+        return _decode_runs(ids, self.covers, self._decode_run)
+
+    def _decode_run(self, ids: list[int]) -> str:
+        with self._calling("decoding ids"):
             return str(self._tok.decode(ids, skip_special_tokens=False))
-        return _decode_runs(ids, self.covers,
-                            lambda run: str(self._tok.decode(run, skip_special_tokens=False)))
 
     def covers(self, token: int) -> bool:
-        return token >= 0 and self._tok.id_to_token(token) is not None
+        return token >= 0 and self._token(token) is not None
 
     def token_text(self, token: int) -> str:
-        return self._tok.id_to_token(token) or f"<{token}>"
+        return self._token(token) or f"<{token}>"
+
+    def _token(self, token: int) -> str | None:
+        from tfcli.deps import calling
+
+        with calling("tokenizers", self.name, f"looking up token {token}"):  # no fd 2: cheap
+            return self._tok.id_to_token(token)  # type: ignore[no-any-return]
 
 def _is_gguf(path: str) -> bool:
     from tfcli.checkpoints.gguf_file import is_gguf

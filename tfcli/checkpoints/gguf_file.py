@@ -64,6 +64,9 @@ DEQUANTISABLE = frozenset({
 _SCALARS: dict[int, str] = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f",
                             7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
+# the Python type an item of each metadata type is read as (typed readers check arrays by it)
+ITEM_KINDS: dict[int, type] = {**{k: int for k in (0, 1, 2, 3, 4, 5, 10, 11)}, 6: float,
+                               12: float, 7: bool, _STRING: str}
 
 
 @dataclass(frozen=True)

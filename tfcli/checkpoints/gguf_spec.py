@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from tfcli.checkpoints.gguf_file import ArrayInfo, GGUFFile
+from tfcli.checkpoints.gguf_file import ITEM_KINDS, ArrayInfo, GGUFFile
 from tfcli.errors import SpecConsistencyError
 from tfcli.spec import Spec
 
@@ -50,8 +50,38 @@ class Metadata:
     def has(self, key: str) -> bool:
         return f"{self.arch}.{key}" in self.gguf.metadata
 
+    def index(self, key: str, size: int) -> int:
+        """An id into a table of `size` entries (a token id into the vocabulary)."""
+        value = self._get(key, _REQUIRED)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < size:
+            raise self.gguf.error(f"metadata key '{self.arch}.{key}': expected an id in "
+                                  f"[0, {size:,}), got {_shown(value)}")
+        return value
+
+    def array(self, key: str, kind: type, length: int | None = None) -> list | ArrayInfo:
+        """An array of `kind` items (int, float, str), of `length` when given; read in full
+        (a list) or left unread by the header reader (ArrayInfo: only its item type)."""
+        full = f"{self.arch}.{key}"
+        value = self._get(key, _REQUIRED)
+        if isinstance(value, ArrayInfo):
+            good = ITEM_KINDS.get(value.item_type) is kind
+            n = value.length
+        elif isinstance(value, list):
+            good = all(type(v) is kind for v in value)  # bool is no int here
+            n = len(value)
+        else:
+            raise self.gguf.error(f"metadata key '{full}': expected an array, got {_shown(value)}")
+        if not good:
+            raise self.gguf.error(f"metadata key '{full}': expected an array of "
+                                  f"{_KIND_NAMES[kind]}")
+        if length is not None and n != length:
+            raise self.gguf.error(f"metadata key '{full}' has {n:,} items where {length:,} "
+                                  "are expected (one per token)")
+        return value
+
 
 _REQUIRED = object()
+_KIND_NAMES = {int: "integers", float: "numbers", str: "strings", bool: "booleans"}
 
 
 def _shown(value: object) -> str:

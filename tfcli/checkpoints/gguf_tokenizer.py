@@ -9,16 +9,27 @@ user-defined ones as added tokens, so both give the same ids for the same text.
 Gemma's sentencepiece vocabulary (`llama` in a gemma / gemma2 / gemma3 file) is rebuilt as
 transformers' GemmaTokenizer: BPE with byte fallback over merges recovered from the token
 order. Other sentencepiece vocabularies (Llama 2) are not built yet and are refused by name.
+
+The tokenizer metadata is checked by key with the typed reader of the model metadata
+(gguf_spec.Metadata) before `tokenizers` sees it: the token array within bounds far above any
+real vocabulary (Gemma 3 has 262,144 tokens), token types and scores one per token and of
+their item type, merges strings of two tokens, and every special-token id inside the vocabulary.
+Every call into `tokenizers` goes through deps.calling (a Rust panic is one line).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tfcli.checkpoints.gguf_file import GGUFFile, read_gguf
+from tfcli.checkpoints.gguf_file import ArrayInfo, GGUFFile, read_gguf
+from tfcli.checkpoints.gguf_spec import Metadata
+from tfcli.checkpoints.order_merges import merges_from_order
+from tfcli.checkpoints.tokenizer_json import MAX_MERGES, check_merges, check_vocabulary
+from tfcli.deps import calling
 from tfcli.errors import BadInputError
 
 TOKENIZER_KEYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type")
+TOKENIZER = "tokenizer.ggml"
 GEMMA_ARCHITECTURES = frozenset({"gemma", "gemma2", "gemma3"})
 CONTROL, USER_DEFINED = 3, 4  # llama.cpp token types
 
@@ -51,19 +62,43 @@ def bytes_to_unicode() -> dict[int, str]:
     return {b: chr(c) for b, c in zip(printable, chars)}
 
 
-def _strings(gguf: GGUFFile, key: str) -> list[str]:
-    values = gguf.metadata.get(key)
-    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-        raise gguf.error(f"metadata '{key}' must be a list of strings to build its tokenizer")
-    return values
+def checked_tokens(gguf: GGUFFile) -> list[str]:
+    """tokenizer.ggml.tokens, and every array and id of the tokenizer checked against it."""
+    m = Metadata(gguf, TOKENIZER)
+    tokens = m.array("tokens", str)
+    where = f"{gguf.path}: metadata key '{TOKENIZER}.tokens'"
+    if not isinstance(tokens, list):  # too long to be read: far more than MAX_TOKENS
+        raise BadInputError(f"{where} has {tokens.length:,} tokens, too many to read")
+    check_vocabulary(tokens, where)
+    for key, kind in (("token_type", int), ("scores", float)):
+        if m.has(key):
+            m.array(key, kind, len(tokens))
+    for key in gguf.metadata:
+        if key.startswith(f"{TOKENIZER}.") and key.endswith("_token_id"):
+            m.index(key[len(TOKENIZER) + 1:], len(tokens))
+    return tokens
 
 
-def _byte_level(gguf: GGUFFile) -> Any:
+def _merges(gguf: GGUFFile) -> list[tuple[str, str]]:
+    m = Metadata(gguf, TOKENIZER)
+    stored = m.array("merges", str)
+    where = f"{gguf.path}: metadata key '{TOKENIZER}.merges'"
+    check_merges(stored.length if isinstance(stored, ArrayInfo) else len(stored), where)
+    if not isinstance(stored, list):
+        raise BadInputError(f"{where} has {stored.length:,} merges, too many to read")
+    merges = [tuple(merge.split(" ", 1)) for merge in stored]
+    bad = next((i for i, pair in enumerate(merges) if len(pair) != 2), None)
+    if bad is not None:
+        raise gguf.error(f"metadata key '{TOKENIZER}.merges' item {bad:,} is not two tokens "
+                         "separated by a space")
+    return merges  # type: ignore[return-value]
+
+
+def _byte_level(gguf: GGUFFile, tokens: list[str]) -> Any:
     from tokenizers import Regex, Tokenizer, decoders, pre_tokenizers
     from tokenizers.models import BPE
 
-    tokens = _strings(gguf, "tokenizer.ggml.tokens")
-    merges = [tuple(m.split(" ", 1)) for m in _strings(gguf, "tokenizer.ggml.merges")]
+    merges = _merges(gguf)
     spelling = bytes_to_unicode()
     alphabet = set(spelling.values())
     vocab = {t if set(t) <= alphabet else "".join(spelling[b] for b in t.encode("utf-8")): i
@@ -97,30 +132,23 @@ def _special_tokens(tok: Any, gguf: GGUFFile, tokens: list[str], alphabet: set[s
                     for t, kind in zip(tokens, types) if kind == USER_DEFINED and t in vocab])
 
 
-def merges_from_order(vocab: dict[str, int]) -> list[tuple[str, str]]:
-    """BPE merges implied by a vocabulary whose order is its merge order (Gemma's GGUF lists
-    no merges): every split of a token into two known pieces, best (earliest) token first,
-    as transformers' generate_merges does with scores -index."""
-    found = []
-    for token, index in vocab.items():
-        local = [(token[:k], token[k:]) for k in range(1, len(token))
-                 if token[:k] in vocab and token[k:] in vocab]
-        local.sort(key=lambda pair: (vocab[pair[0]], vocab[pair[1]]))
-        found += [(left, right, -index) for left, right in local]
-    found.sort(key=lambda m: (m[2], len(m[0]), len(m[1])), reverse=True)
-    return [(left, right) for left, right, _ in found]
+def _rebuilt_merges(gguf: GGUFFile, vocab: dict[str, int]) -> list[tuple[str, str]]:
+    merges = merges_from_order(vocab, MAX_MERGES)  # stops at MAX_MERGES + 1
+    if len(merges) > MAX_MERGES:
+        raise gguf.error(f"metadata key '{TOKENIZER}.tokens': its order implies more than "
+                         f"{MAX_MERGES:,} merges (MAX_MERGES)")
+    return merges
 
 
-def _gemma(gguf: GGUFFile) -> Any:
+def _gemma(gguf: GGUFFile, stored: list[str]) -> Any:
     from tokenizers import Tokenizer, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import BPE
 
     # a token of spaces alone is stored as real spaces; the tokenizer looks it up as U+2581s
-    tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t
-              for t in _strings(gguf, "tokenizer.ggml.tokens")]
+    tokens = ["\u2581" * len(t) if " " in t and not t.strip() else t for t in stored]
     vocab = {t: i for i, t in reversed(list(enumerate(tokens)))}  # the first of duplicates
     unk = _token(gguf, tokens, "tokenizer.ggml.unknown_token_id") or "<unk>"
-    tok = Tokenizer(BPE(vocab=vocab, merges=merges_from_order(vocab), fuse_unk=True,
+    tok = Tokenizer(BPE(vocab=vocab, merges=_rebuilt_merges(gguf, vocab), fuse_unk=True,
                         unk_token=unk, dropout=None, byte_fallback=True))
     tok.pre_tokenizer = pre_tokenizers.Split(pattern=" ", behavior="merged_with_previous")
     tok.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(),
@@ -151,9 +179,7 @@ def gguf_tokenizer(path: str) -> Any:
         raise BadInputError(f"{path}: a tokenizer of type {str(model)[:40]!r} "
                             "(tokenizer.ggml.model) is not supported yet (byte-level BPE 'gpt2', "
                             "and Gemma's sentencepiece); pass --tokens instead")
-    try:
-        return _gemma(gguf) if gemma else _byte_level(gguf)
-    except BadInputError:
-        raise
-    except Exception as exc:  # `tokenizers` raises bare Exceptions for a malformed vocabulary
-        raise gguf.error(f"cannot build its tokenizer: {str(exc)[:200]}") from None
+    tokens = checked_tokens(gguf)
+    # `tokenizers` raises bare Exceptions for a malformed vocabulary, and Rust panics
+    with calling("tokenizers", str(path), "building its tokenizer", capture_fd2=True):
+        return _gemma(gguf, tokens) if gemma else _byte_level(gguf, tokens)
