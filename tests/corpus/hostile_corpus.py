@@ -60,10 +60,12 @@ class Case:
 # --- checks ------------------------------------------------------------------------------------
 
 
-def exit_with(code: int, *needles: str) -> Callable[[Outcome], str | None]:
+def exit_with(code: int, *needles: str, stdout_has: str = "") -> Callable[[Outcome], str | None]:
     def check(out: Outcome) -> str | None:
         if out.code != code:
             return f"exit {out.code}, wanted {code}: {first_line(out.stderr)}"
+        if stdout_has and stdout_has not in " ".join(out.stdout.decode("utf-8", "replace").split()):
+            return f"stdout does not say {stdout_has!r}"
         if code > 128:  # a signal: quiet, as a shell's Ctrl-C is
             return f"said {first_line(out.stderr)!r} on a signal" if out.stderr.strip() else None
         if code != EXIT_OK:
@@ -513,6 +515,210 @@ def clean_cache(home: Path, check: Callable[[Outcome], str | None]) -> Callable[
     return cached
 
 
+def _gguf_llama(path: Path, *, d: int = 32, ff: int = 64, tokens: list[str] | None = None,
+                tokenizer: Callable[[object], None] | None = None, arch: str = "llama") -> Path:
+    """A tiny GGUF (ne0 a multiple of 32, so block types fit) with an optional tokenizer."""
+    import numpy as np
+
+    from tests.checkpoints.gguf_files import llama_metadata, llama_tensors, write_gguf
+
+    vocab = len(tokens) if tokens else 64
+    tensors = llama_tensors(d=d, ff=ff, vocab=vocab)
+    metadata: dict[str, object] = llama_metadata(d=d, ff=ff)
+    if arch == "gemma3":
+        metadata = {k.replace("llama.", "gemma3."): v for k, v in metadata.items()}
+        metadata["gemma3.attention.sliding_window"] = 64
+        for i in range(2):
+            for name in ("post_attention_norm", "post_ffw_norm"):
+                tensors[f"blk.{i}.{name}.weight"] = np.ones(d, np.float32)
+            for name in ("attn_q_norm", "attn_k_norm"):
+                tensors[f"blk.{i}.{name}.weight"] = np.ones(d // 4, np.float32)
+
+    def extra(writer: object) -> None:
+        if tokens is not None:
+            writer.add_tokenizer_model("gpt2" if arch == "llama" else "llama")  # type: ignore[attr-defined]
+            writer.add_token_list(tokens)  # type: ignore[attr-defined]
+        if tokenizer is not None:
+            tokenizer(writer)
+    return write_gguf(path, arch, metadata, tensors, extra=extra)
+
+
+GGUF_SURFACES = (["params"], ["run", "--tokens", "1,2"], ["trace", "--execute", "--seq-len", "2"],
+                 ["memory"], ["import-config"])
+
+
+def _patched(work: Path, name: str, **patch: int) -> Path:
+    from tests.checkpoints.gguf_files import patch_tensor
+
+    return patch_tensor(_gguf_llama(work / f"{name}.gguf"), "blk.1.attn_q.weight", **patch)
+
+
+def gguf_layout_cases(work: Path) -> list[Case]:
+    """28.5: a GGUF tensor inside another's bytes or off general.alignment, a safetensors entry
+    overlapping another, tokenizer arrays of the wrong length or type and special-token ids past
+    the vocabulary: refused where the header is read, on every surface that reads it."""
+    import struct
+
+    from tests.checkpoints.gguf_files import patch_tensor
+
+    files = {"overlap (blk.1 q at blk.0 q)": _patched(work, "overlap", offset=0),
+             "misaligned by 4": _patched(work, "misaligned", offset=4 + 32 * 64),
+             "misaligned by 1": _patched(work, "misaligned1", offset=1)}
+    twin = _gguf_llama(work / "twin.gguf")
+    files["two tensors one range"] = patch_tensor(twin, "blk.0.attn_k.weight", offset=0)
+    n = 64
+    arrays = {
+        "token_type too short": lambda w: w.add_token_types([1] * (n - 1)),
+        "scores too long": lambda w: w.add_token_scores([0.0] * (n + 5)),
+        "scores as strings": lambda w: w.add_array("tokenizer.ggml.scores", ["x"] * n),
+        "token_type as floats": lambda w: w.add_array("tokenizer.ggml.token_type", [1.5] * n),
+        "bos past the vocabulary": lambda w: w.add_bos_token_id(n + 100),
+        "eos past the vocabulary": lambda w: w.add_eos_token_id(2**31),
+        "unk past the vocabulary": lambda w: w.add_unk_token_id(n),
+    }
+    tokens = [chr(0x41 + i % 26) * (1 + i // 26) for i in range(n)]
+    for k, (name, add) in enumerate(arrays.items()):
+        files[name] = _gguf_llama(work / f"tok-{k}.gguf", tokens=tokens, tokenizer=add)
+    cases = []
+    for name, path in files.items():
+        surfaces = GGUF_SURFACES if not name.endswith("vocabulary") and "score" not in name \
+            and "type" not in name else (["run", "--text", "AB"], ["generate", "--text", "AB",
+                                                                   "--max-new-tokens", "1"])
+        for surface in surfaces:
+            argv = [surface[0], str(path), *surface[1:]]
+            cases.append(Case("5 layout", f"{surface[0]} GGUF: {name}", argv,
+                              exit_with(EXIT_BAD, str(path))))
+    # safetensors: an entry that overlaps another's bytes, one with a hole before it
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+
+    from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_model
+
+    for k, how in enumerate(("overlap", "hole")):
+        model = write_model(work / f"st-{how}", GPT2_CONFIG, gpt2_tensors(np.random.default_rng(0)))
+        data = bytearray((model / "model.safetensors").read_bytes())
+        (length,) = struct.unpack_from("<Q", data)
+        header = json.loads(data[8:8 + length])
+        entries = sorted((v["data_offsets"][0], k) for k, v in header.items() if k != "__metadata__")
+        second = header[entries[1][1]]
+        size = second["data_offsets"][1] - second["data_offsets"][0]
+        start = 0 if how == "overlap" else second["data_offsets"][0] + 4
+        second["data_offsets"] = [start, start + size] if how == "overlap" else \
+            [second["data_offsets"][0] + 4, second["data_offsets"][1] + 4]
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        (model / "model.safetensors").write_bytes(struct.pack("<Q", len(text)) + text
+                                                  + data[8 + length:])
+        refused = exit_with(EXIT_BAD, "model.safetensors")
+        cases.append(Case("5 layout", f"run safetensors: {how}",
+                          ["run", str(model), "--tokens", "1,2"], refused))
+        cases.append(Case("5 layout", f"params safetensors: {how}", ["params", str(model)],
+                          one_of(refused, exit_with(EXIT_OK, stdout_has="differs: the "
+                                                    "checkpoint cannot be read"))))
+    return cases
+
+
+def gguf_type_cases(work: Path) -> list[Case]:
+    """28.4: a ggml type the header allows but tfcli cannot dequantise is not 'equal' in params
+    and is refused by run before any work, naming file, tensor and type."""
+    cases = []
+    for type_id, type_name in ((9, "Q8_1"), (24, "I8"), (25, "I16"), (26, "I32")):
+        path = _patched(work, f"type-{type_name}", ggml_type=type_id)
+
+        def not_equal(out: Outcome, type_name: str = type_name) -> str | None:
+            if out.code not in (EXIT_OK, EXIT_BAD):
+                return f"exit {out.code}: {first_line(out.stderr)}"
+            text = out.stdout.decode("utf-8", "replace") + out.stderr
+            if out.code == EXIT_OK and type_name not in text:
+                return "params does not mention the type it cannot compute"
+            return None
+        cases.append(Case("4 dependencies", f"params GGUF with a {type_name} tensor",
+                          ["params", str(path)], not_equal))
+        # (trace --execute draws its own random weights: it reads no tensor, and runs)
+        for surface in (["run", "--tokens", "1,2"], ["generate", "--tokens", "1",
+                                                     "--max-new-tokens", "1"]):
+            cases.append(Case("4 dependencies", f"{surface[0]} GGUF with a {type_name} tensor",
+                              [surface[0], str(path), *surface[1:]],
+                              exit_with(EXIT_BAD, type_name, "blk.1.attn_q.weight")))
+    return cases
+
+
+def _tokenizer_dir(work: Path, name: str, tokenizer: dict[str, object]) -> Path:
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+
+    from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_model
+
+    model = write_model(work / f"tok-{name}", GPT2_CONFIG, gpt2_tensors(np.random.default_rng(0)))
+    base: dict[str, object] = {"version": "1.0", "truncation": None, "padding": None,
+                               "added_tokens": [], "normalizer": None,
+                               "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None,
+                               "decoder": None,
+                               "model": {"type": "WordLevel", "vocab": {"a": 0, "b": 1, "<unk>": 2},
+                                         "unk_token": "<unk>"}}
+    (model / "tokenizer.json").write_text(json.dumps(base | tokenizer))
+    return model
+
+
+def tokenizer_cases(work: Path) -> list[Case]:
+    """28.4 and 28.7: tokenizer.json files that fail inside the Rust library (a missing unknown
+    token, a regex that backtracks, a panic) or grow the work past the input (a normaliser that
+    multiplies the text, a vocabulary past any real one), on run and generate."""
+    vocab = {"a": 0, "b": 1}
+    long_vocab = {f"t{i}": i for i in range(300_000)}
+    hostile: dict[str, dict[str, object]] = {
+        "unk missing": {"model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}},
+        "bpe unk missing": {"model": {"type": "BPE", "vocab": vocab, "merges": [],
+                                      "unk_token": "<unk>", "dropout": None}},
+        "backtracking regex": {"pre_tokenizer": {"type": "Split",
+                                                 "pattern": {"Regex": "(a|aa)+$"},
+                                                 "behavior": "Isolated", "invert": False}},
+        "nested quantifier": {"pre_tokenizer": {"type": "Split",
+                                                "pattern": {"Regex": "((a+)+)+b"},
+                                                "behavior": "Isolated", "invert": False}},
+        "replace x100000": {"normalizer": {"type": "Replace", "pattern": {"String": "a"},
+                                           "content": "a" * 100_000}},
+        "prepend x100000": {"normalizer": {"type": "Prepend", "prepend": "b" * 100_000}},
+        "nested replaces": {"normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Replace", "pattern": {"String": "a"}, "content": "a" * 1000}] * 3}},
+        "300k-token vocab": {"model": {"type": "WordLevel", "vocab": long_vocab,
+                                       "unk_token": "t0"}},
+        "a 1 MB token": {"model": {"type": "WordLevel", "vocab": {"a": 0, "x" * 2**20: 1,
+                                                                   "<unk>": 2},
+                                   "unk_token": "<unk>"}},
+    }
+    cases = []
+    for k, (name, change) in enumerate(hostile.items()):
+        model = _tokenizer_dir(work, str(k), change)
+        text = "a" * 3000 + "c"
+        for surface in (["run", "--text", text], ["generate", "--text", text,
+                                                  "--max-new-tokens", "1"]):
+            argv = [surface[0], str(model), *surface[1:]]
+            cases.append(Case("4 dependencies" if "unk" in name or "regex" in name or
+                              "quantifier" in name else "7 growth",
+                              f"{surface[0]} tokenizer.json: {name}", argv,
+                              within(30, one_of(exit_with(EXIT_BAD, "tokenizer.json"),
+                                                exit_with(EXIT_OK)))))
+    return cases
+
+
+def gemma_vocab_cases(work: Path) -> list[Case]:
+    """28.7: Gemma's merges rebuilt from a vocabulary of long tokens, in time linear in its
+    characters: a 20,000-character token family answers in seconds, or is refused by a bound."""
+    cases = []
+    for length in (5_000, 20_000, 60_000):
+        base = "ab" * (length // 2)
+        tokens = ["<pad>", "<eos>", "<bos>", "<unk>", "a", "b"] + [base[:n] for n in
+                                                                 range(2, length, length // 40)]
+        path = _gguf_llama(work / f"gemma-long-{length}.gguf", tokens=tokens, arch="gemma3",
+                           tokenizer=lambda w: (w.add_bos_token_id(2), w.add_eos_token_id(1),
+                                                w.add_unk_token_id(3)))
+        cases.append(Case("7 growth", f"run gemma GGUF, tokens of {length:,} characters",
+                          ["run", str(path), "--text", "abab"],
+                          within(30, one_of(exit_with(EXIT_OK), exit_with(EXIT_BAD, str(path))))))
+    return cases
+
+
 # --- the run -----------------------------------------------------------------------------------
 
 
@@ -526,7 +732,9 @@ BUILDERS: dict[str, Callable[[Path, Path], list[Case]]] = {
     "1": lambda w, g: options_cases(w),
     "2": write_cases,
     "3": lambda w, g: signal_cases(w),
-    "4": lambda w, g: endpoint_cases(w),
+    "4": lambda w, g: endpoint_cases(w) + gguf_type_cases(w) + tokenizer_cases(w),
+    "5": lambda w, g: gguf_layout_cases(w),
+    "7": lambda w, g: gemma_vocab_cases(w),
     "6": lambda w, g: hub_cases(w),
     "8": lambda w, g: degenerate_cases(w),
     "9": lambda w, g: broken_snapshot_cases(w) + weights_gguf_cases(w, g),
@@ -555,6 +763,8 @@ def main() -> int:
             if args.verbose or problem:
                 print(f"{'BROKE' if problem else 'ok   '} [{case.klass}] {case.name} "
                       f"({out.seconds:.1f} s){': ' + problem if problem else ''}", flush=True)
+            if args.verbose and not problem and out.stderr.strip():
+                print(f"        exit {out.code}: {first_line(out.stderr)}", flush=True)
     print("\nclass            cases  broke")
     for klass in sorted(counts):
         print(f"{klass:<16} {counts[klass]:>5}  {len(broken[klass]):>5}")
