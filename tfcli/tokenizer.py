@@ -96,8 +96,6 @@ class HFTokenizer:
     def __init__(self, path: Path) -> None:
         import json
 
-        from tokenizers import Tokenizer as _Tokenizer  # optional dependency, imported on use
-
         from tfcli.checkpoints.configs import read_bounded
         from tfcli.checkpoints.tokenizer_json import check_tokenizer_json
         from tfcli.errors import clip
@@ -106,6 +104,8 @@ class HFTokenizer:
         # read here, bounded and regular files only: from_file would read a FIFO or /dev/zero
         data = read_bounded(path, MAX_TOKENIZER_BYTES, "a tokenizer.json")
         with self._calling("loading it as a tokenizer"):
+            from tokenizers import Tokenizer as _Tokenizer  # optional, imported on use
+
             try:
                 text = data.decode("utf-8")
                 self._tok = _Tokenizer.from_str(text)

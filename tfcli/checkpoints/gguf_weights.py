@@ -25,13 +25,12 @@ from tfcli.checkpoints.loader import (
     set_path,
     skeleton,
 )
-from tfcli.deps import calling
+from tfcli.deps import calling, require
 from tfcli.engine.layout import arrange_weights
 from tfcli.engine.weights import Weights, named_arrays
-from tfcli.errors import BadInputError, shown
+from tfcli.errors import shown
 from tfcli.spec import Spec
 
-GGUF_EXTRA = "pip install 'tfcli[gguf]'"
 # llama.cpp architectures whose converter permuted q and k (convert_hf_to_gguf.py LlamaModel)
 PERMUTED_QK = frozenset({"llama"})
 # ... and those whose converter stored every norm weight as 1 + w (llama.cpp's RMSNorm scales
@@ -40,13 +39,11 @@ PLUS_ONE_NORMS = frozenset({"gemma2", "gemma3"})
 
 
 def _dequantize() -> Any:
-    try:
-        from gguf import GGMLQuantizationType
-        from gguf.quants import dequantize
-    except ImportError:
-        raise BadInputError(f"running a GGUF file needs the `gguf` package to dequantise its "
-                            f"tensors; install it with: {GGUF_EXTRA}") from None
-    return lambda raw, tid: dequantize(raw, GGMLQuantizationType(tid))
+    """gguf's dequantiser, imported through deps.require (a missing or broken install is one
+    line saying how to install it)."""
+    quants = require("gguf.quants", "running a GGUF file (to dequantise its tensors)")
+    kinds = require("gguf", "running a GGUF file").GGMLQuantizationType
+    return lambda raw, tid: quants.dequantize(raw, kinds(tid))
 
 
 def unpermute(weights: Array, n_heads: int) -> Array:

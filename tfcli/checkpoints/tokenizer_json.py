@@ -106,7 +106,7 @@ def _check_unknown(model: dict, vocab: object, path: Path) -> None:
         unk = "[UNK]"  # what tokenizers assumes for these models
     if unk is not None and isinstance(vocab, dict) and unk not in vocab:
         raise BadInputError(f"{path}: model.unk_token {shown(unk)} is not in model.vocab; "
-                            "tokenizers would fail on the first character it lacks")
+                            "tokenizers would fail on the first piece of text it lacks")
 
 
 def growth(normalizer: object, key: str, path: Path) -> Growth:
