@@ -20,14 +20,14 @@ TRAIN = MemoryOptions(seq_len=8, train=True)
 
 
 def test_stage_3_partitions_each_tensor_and_pads_it() -> None:
-    sizes = [16, 16, 1000, 7]
+    sizes = [(16, 2), (1000, 1), (7, 1)]  # (elements, tensors of that size)
     assert elements_per_rank(sizes, 8, per_tensor=True) == 2 + 2 + 125 + 1
     assert elements_per_rank(sizes, 8, per_tensor=False) == -(-1039 // 8)
-    assert elements_per_rank(sizes, 1, per_tensor=True) == sum(sizes)
+    assert elements_per_rank(sizes, 1, per_tensor=True) == 1039
 
 
 def test_the_tensor_sizes_add_up_to_the_parameter_count() -> None:
-    assert sum(parameter_tensor_sizes(TINY)) == total_parameters(TINY)
+    assert sum(n * k for n, k in parameter_tensor_sizes(TINY)) == total_parameters(TINY)
 
 
 @pytest.mark.parametrize("gpus", [2, 3, 64, 1000, 16_704])
@@ -44,10 +44,10 @@ def test_every_sharded_part_holds_whole_values(gpus: int, zero: int) -> None:
 def test_stage_3_at_many_ranks_holds_a_value_of_every_tensor() -> None:
     """1,000 ranks: the 16-value norms still cost each rank one (padded) value, so a rank
     holds one element per tensor, not 16,704 / 1,000 of a parameter."""
-    tensors = len(parameter_tensor_sizes(TINY))
     sizes = parameter_tensor_sizes(TINY)
+    tensors = sum(k for _, k in sizes)
     plan = build_memory_plan(TINY, replace(TRAIN, gpus=1000, zero=3))
-    assert plan.part("weights") == 2 * sum(-(-n // 1000) for n in sizes) >= 2 * tensors
+    assert plan.part("weights") == 2 * sum(-(-n // 1000) * k for n, k in sizes) >= 2 * tensors
 
 
 @pytest.mark.parametrize("zero", [1, 2, 3])

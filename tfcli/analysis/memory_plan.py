@@ -211,9 +211,12 @@ def _cached_kv_heads(spec: Spec, o: MemoryOptions) -> int:
 # --- training -------------------------------------------------------------------------------
 
 
-def lora_tensor_sizes(spec: Spec, rank: int, targets: tuple[str, ...]) -> list[int]:
-    """The adapters' tensors, as element counts: A (d_in, r) and B (r, d_out) per targeted
-    linear matrix of every block."""
+TensorSizes = list[tuple[int, int]]  # (elements per tensor, how many such tensors)
+
+
+def lora_tensor_sizes(spec: Spec, rank: int, targets: tuple[str, ...]) -> TensorSizes:
+    """The adapters' tensors: A (d_in, r) and B (r, d_out) per targeted linear matrix of every
+    block, as (elements, count)."""
     unknown = [t for t in targets if t not in LORA_TARGETS]
     if unknown:
         raise BadInputError(not_one_of("--lora-targets", unknown[0], tuple(LORA_TARGETS)))
@@ -222,18 +225,19 @@ def lora_tensor_sizes(spec: Spec, rank: int, targets: tuple[str, ...]) -> list[i
     if not hits:
         raise BadInputError(f"--lora-rank: {spec.name} has no linear layers named "
                             f"{', '.join(targets)} to adapt (--lora-targets)")
-    return [rank * side for c in hits for _ in range(c.repeat) for side in c.shape]
+    return [(rank * side, c.repeat) for c in hits for side in c.shape]
 
 
 def lora_parameters(spec: Spec, rank: int, targets: tuple[str, ...]) -> tuple[int, int]:
     """(adapter parameters, adapter tensors): r x (d_in + d_out) values per targeted matrix."""
     sizes = lora_tensor_sizes(spec, rank, targets)
-    return sum(sizes), len(sizes)
+    return sum(n * k for n, k in sizes), sum(k for _, k in sizes)
 
 
-def parameter_tensor_sizes(spec: Spec) -> list[int]:
-    """Every parameter tensor's element count, as tfcli's arrays hold them (one per block)."""
-    return [c.per_instance for c in components(spec) if c.per_instance for _ in range(c.repeat)]
+def parameter_tensor_sizes(spec: Spec) -> TensorSizes:
+    """The parameter tensors, as tfcli's arrays hold them (one per block): (elements, count),
+    never expanded (a spec may claim 10^9 blocks)."""
+    return [(c.per_instance, c.repeat) for c in components(spec) if c.per_instance]
 
 
 def parameter_tensors(spec: Spec) -> int:
@@ -241,14 +245,14 @@ def parameter_tensors(spec: Spec) -> int:
     return sum(c.repeat for c in components(spec) if c.per_instance)
 
 
-def elements_per_rank(sizes: list[int], ways: int, per_tensor: bool) -> int:
+def elements_per_rank(sizes: TensorSizes, ways: int, per_tensor: bool) -> int:
     """Elements one of `ways` ranks holds of tensors of `sizes` elements: whole values, never a
     fraction of one. ZeRO-3 partitions every parameter tensor on its own (DeepSpeed's
     ds_tensor: ceil(numel / world) elements, the last rank padded); stages 1-2 and tensor
     parallelism split one flat buffer of them all (padded to a multiple of `ways`)."""
     if per_tensor:
-        return sum(-(-n // ways) for n in sizes)
-    return -(-sum(sizes) // ways)
+        return sum(-(-n // ways) * k for n, k in sizes)
+    return -(-sum(n * k for n, k in sizes) // ways)
 
 
 def optimizer_bytes(optimizer: str, params: int, tensors: int) -> int:
@@ -282,7 +286,7 @@ class _Shards:
     ZeRO stage on, over the data-parallel ranks (stage 1 optimizer state and master weights,
     2 + gradients, 3 + weights)."""
 
-    sizes: list[int]  # the trainable tensors' element counts
+    sizes: TensorSizes  # the trainable tensors
     tp: int
     dp: int
     zero: int
@@ -294,7 +298,7 @@ class _Shards:
         return elements_per_rank(self.sizes, self.ways(stage), self.zero >= 3)
 
     def tensors(self, stage: int) -> int:  # Adam's `step` tensors, one per parameter tensor
-        return -(-len(self.sizes) // self.ways(stage))
+        return -(-sum(k for _, k in self.sizes) // self.ways(stage))
 
 
 def check_zero_degree(trainable: int, dp: int, zero: int) -> None:
@@ -310,9 +314,9 @@ def _training_parts(spec: Spec, o: MemoryOptions, seq_len: int) -> list[MemoryPa
     mixed = it < FLOAT32
     dp = o.gpus // o.tp
     lora_sizes = lora_tensor_sizes(spec, o.lora_rank, o.lora_targets) if o.lora_rank else []
-    lora = sum(lora_sizes)
+    lora = sum(n * k for n, k in lora_sizes)
     sizes = lora_sizes or parameter_tensor_sizes(spec)
-    trainable = sum(sizes)
+    trainable = sum(n * k for n, k in sizes)
     check_zero_degree(trainable, dp, o.zero)
     shards = _Shards(sizes, o.tp, dp, o.zero)
     tensors = shards.tensors(1)
