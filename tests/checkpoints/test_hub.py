@@ -11,14 +11,13 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import transformers
 
+from tests.checkpoints.hub_server import HubHandler, serve
 from tfcli.checkpoints.hub import HubRef, parse_hub_id, repo_of_snapshot
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -111,34 +110,24 @@ def test_unreachable_endpoint_is_one_line(tmp_path: Path) -> None:
     assert f"cannot reach the Hub at {endpoint}" in line and "HF_HUB_OFFLINE=1" in line
 
 
-class _Hub(BaseHTTPRequestHandler):
+class _Hub(HubHandler):
     """Answers every request as the Hub answers for a repo named by its first path part."""
 
-    def _answer(self) -> None:
+    protocol_version = "HTTP/1.0"  # one request per connection, as this server was written
+
+    def answer(self) -> None:
         kind = next((k for k in ("gated", "missing", "revision") if k in self.path), "missing")
         status, code = {"gated": (401, "GatedRepo"), "missing": (404, "RepoNotFound"),
                         "revision": (404, "RevisionNotFound")}[kind]
         body = json.dumps({"error": kind}).encode()
-        self.send_response(status)
-        self.send_header("X-Error-Code", code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-
-    do_GET = do_HEAD = _answer
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.send(status, {"X-Error-Code": code, "Content-Type": "application/json",
+                           "Content-Length": str(len(body))}, body)
 
 
 @pytest.fixture()
 def hub_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server = serve(_Hub)
+    yield server.url  # type: ignore[attr-defined]
     server.shutdown()
 
 

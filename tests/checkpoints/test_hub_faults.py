@@ -14,14 +14,14 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests.checkpoints.hub_server import HubHandler, serve
 from tests.checkpoints.test_hub import COMMIT, TINY, _cache, _one_line_error, _tfcli
 
 CONFIG = json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]} | TINY).encode()
@@ -32,20 +32,10 @@ WEIGHT_SURFACES = [("run", "--tokens", "1"), ("generate", "--tokens", "1", "--ma
 SURFACES = CONFIG_SURFACES + WEIGHT_SURFACES
 
 
-class _Misbehaving(BaseHTTPRequestHandler):
+class _Misbehaving(HubHandler):
     """The Hub for REPO at COMMIT, but for the server's `fault`."""
 
-    protocol_version = "HTTP/1.1"
-
-    def _send(self, status: int, headers: dict[str, str], body: bytes = b"") -> None:
-        self.send_response(status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD" and body:
-            self.wfile.write(body)
-
-    def _answer(self) -> None:
+    def answer(self) -> None:
         fault: str = self.server.fault  # type: ignore[attr-defined]
         self.server.seen.append(f"{self.command} {self.path}")  # type: ignore[attr-defined]
         if fault == "hangup":  # closes the connection before any answer
@@ -53,66 +43,57 @@ class _Misbehaving(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return None
         if fault == "redirect-loop":
-            return self._send(302, {"Location": self.path, "Content-Length": "0"})
+            return self.send(302, {"Location": self.path, "Content-Length": "0"})
         if self.path.startswith("/api/models/"):
             return self._listing(fault)
         if "/resolve/" in self.path:
             return self._file(fault)
-        return self._send(404, {"Content-Length": "0"})
+        return self.send(404, {"Content-Length": "0"})
 
     def _listing(self, fault: str) -> None:
         if fault == "api-503":
-            return self._send(503, {"Content-Length": "0"})
+            return self.send(503, {"Content-Length": "0"})
         sha = {"listing-sha-path": "../..", "listing-sha-short": "abc123"}.get(fault, COMMIT)
         size = BIG if fault == "listed-64mib" else len(CONFIG)
         weights = 2**60 if fault == "listed-exabyte-weights" else 1000
         siblings = [{"rfilename": "config.json", "size": size},
                     {"rfilename": "model.safetensors", "size": weights}]
         body = json.dumps({"id": REPO, "sha": sha, "siblings": siblings}).encode()
-        self._send(200, {"Content-Type": "application/json", "Content-Length": str(len(body))}, body)
+        self.send(200, {"Content-Type": "application/json", "Content-Length": str(len(body))}, body)
 
     def _file(self, fault: str) -> None:
         if fault in ("retry-after-503", "retry-after-429"):
             status = 503 if fault == "retry-after-503" else 429
-            return self._send(status, {"Retry-After": "86400", "Content-Length": "0"})
+            return self.send(status, {"Retry-After": "86400", "Content-Length": "0"})
         headers = {"X-Repo-Commit": "../.." if fault == "header-sha-path" else COMMIT,
                    "ETag": '"' + "e" * 40 + '"', "Content-Length": str(len(CONFIG))}
         if fault == "head-64mib":
             headers["X-Linked-Size"] = str(BIG)
         if self.command == "HEAD":
-            return self._send(200, headers)
+            return self.send(200, headers)
         if fault == "drip":
-            self._send(200, headers)
+            self.send(200, headers)
             for byte in CONFIG:
                 self.wfile.write(bytes([byte]))
                 self.wfile.flush()
                 time.sleep(1)
             return None
         if fault == "short-body":  # says 1 KiB more than it sends, then closes
-            self._send(200, headers | {"Content-Length": str(len(CONFIG) + 1024)}, CONFIG)
+            self.send(200, headers | {"Content-Length": str(len(CONFIG) + 1024)}, CONFIG)
             self.close_connection = True
             return None
         if fault == "body-64mib":  # headers that say small, a body that is not
-            self._send(200, headers | {"Content-Length": str(BIG)})
+            self.send(200, headers | {"Content-Length": str(BIG)})
             for _ in range(BIG // 2**20):
                 self.wfile.write(b" " * 2**20)
             return None
-        return self._send(200, headers, CONFIG)
+        return self.send(200, headers, CONFIG)
 
-    do_GET = do_HEAD = _answer
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 @pytest.fixture()
 def hub(request: pytest.FixtureRequest) -> Iterator[ThreadingHTTPServer]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Misbehaving)
-    server.daemon_threads = True
-    server.fault = getattr(request, "param", "none")  # type: ignore[attr-defined]
-    server.seen = []  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    server.url = f"http://127.0.0.1:{server.server_address[1]}"  # type: ignore[attr-defined]
+    server = serve(_Misbehaving, fault=getattr(request, "param", "none"), seen=[])
     yield server
     server.shutdown()
 

@@ -79,3 +79,11 @@ def test_in_its_mode_the_option_is_read(args: tuple[str, ...]) -> None:
 def test_training_reports_the_gpus_it_was_asked_about(gpus: str, word: str) -> None:
     code, out, err = run_in_memory("memory", "lesson-tiny", "--train", "--gpus", gpus)
     assert code == 0 and word in out, err
+
+
+@pytest.mark.parametrize("flag", ["--n-heads", "--n-kv-heads", "--d-ff", "--init-std"])
+def test_depth_sweep_without_a_spec_names_the_option_it_does_not_read(flag: str) -> None:
+    """--sublayer linear without a SPEC stacks d x d matrices: the line named the field
+    ('got n_heads'), not the option typed."""
+    code, _, err = run_in_memory("depth-sweep", "--sublayer", "linear", flag, "2")
+    assert code == 2 and err.startswith(f"tfcli: error: {flag}: without a SPEC only --d-model"), err

@@ -27,8 +27,10 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.checkpoints.hub_server import HubHandler, serve  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE_TIMEOUT_S = 90
@@ -217,7 +219,7 @@ WRITERS = {  # every command that writes a result, kept small
     "run": ["run", "lesson-tiny", "--batch", "8", "--seq-len", "64"],
     "generate": ["generate", "lesson-tiny", "--tokens", "1,2", "--max-new-tokens", "60"],
     "diff": ["diff", "gpt2", "gpt2-medium"], "gpus": ["gpus"],
-    "perf": [*PERF, "--seq-len", "128,256,512,1024,2048"],
+    "perf": [*PERF, "--seq-len", "128,256,512,1024"],
     "memory": ["memory", "gpt2", "--seq-len", "128,256,512,1024"],
     "depth-sweep": ["depth-sweep", "--depths", "1,2,4", "--seq-len", "8", "-q"],
 }
@@ -248,8 +250,8 @@ def write_cases(work: Path, gguf_file: Path) -> list[Case]:
 def signal_cases(work: Path) -> list[Case]:
     """28.3: SIGINT / SIGTERM / SIGHUP keep what was produced and leave no temporary file."""
     cases = []
-    gen = ["generate", "gpt2", "--layers", "2", "--tokens", "1,2", "--max-new-tokens", "1000",
-           "--ignore-eos"]  # ~1 s of set-up, then ~5 s of decoding: the signal lands mid-way
+    gen = ["generate", "gpt2", "--layers", "6", "--tokens", "1,2", "--max-new-tokens", "1000",
+           "--ignore-eos"]  # ~2 s of set-up, then ~15 s of decoding: the signal lands mid-way
     for signum, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)):
         def kept(out: Outcome, code: int = code) -> str | None:
             if out.code != code:
@@ -258,7 +260,7 @@ def signal_cases(work: Path) -> list[Case]:
                 return "nothing kept on stdout"
             return None if "interrupted" in out.stderr else "no note that it was interrupted"
         cases.append(Case("3 signals", f"generate | pipe, {signum.name}", gen, kept,
-                          signal_at=(signum, 2.5)))
+                          signal_at=(signum, 6.0)))
         for k, delay in enumerate((0.05, 0.2, 0.6, 1.5, 3.0)):
             folder = work / f"npz-{signum.name}-{k}"
             folder.mkdir()
@@ -367,20 +369,10 @@ def weights_gguf_cases(work: Path, gguf_file: Path) -> list[Case]:
                  refuses_without("UTF-8")) for c in ("run", "generate")]
 
 
-class _Endpoint(BaseHTTPRequestHandler):
+class _Endpoint(HubHandler):
     """A local Hub whose repository `fault/<name>` misbehaves as <name> says (hub_cases)."""
 
-    protocol_version = "HTTP/1.1"
-
-    def _send(self, status: int, headers: dict[str, str], body: bytes = b"") -> None:
-        self.send_response(status)
-        for key, value in headers.items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD" and body:
-            self.wfile.write(body)
-
-    def _answer(self) -> None:
+    def answer(self) -> None:
         parts = self.path.split("?")[0].strip("/").split("/")
         api = parts[:2] == ["api", "models"]
         fault = parts[3] if api and len(parts) > 3 else parts[1] if len(parts) > 1 else ""
@@ -398,9 +390,9 @@ class _Endpoint(BaseHTTPRequestHandler):
 
     def _listing(self, fault: str) -> None:
         if fault == "listing-429-a-day":
-            return self._send(429, {"Retry-After": "86400", "Content-Length": "0"})
+            return self.send(429, {"Retry-After": "86400", "Content-Length": "0"})
         if fault == "listing-not-json":
-            return self._send(200, {"Content-Type": "application/json", "Content-Length": "7"},
+            return self.send(200, {"Content-Type": "application/json", "Content-Length": "7"},
                               b"{oops:1")
         sha = {"sha-dotdot": "../../../../tmp", "sha-upper": COMMIT.upper(),
                "sha-41": COMMIT + "0", "sha-slash": COMMIT[:20] + "/" + COMMIT[21:]}.get(fault,
@@ -410,41 +402,36 @@ class _Endpoint(BaseHTTPRequestHandler):
         siblings = [{"rfilename": "config.json", "size": config_size},
                     {"rfilename": "model.safetensors", "size": weight_size}]
         body = json.dumps({"id": f"fault/{fault}", "sha": sha, "siblings": siblings}).encode()
-        self._send(200, {"Content-Type": "application/json", "Content-Length": str(len(body))},
+        self.send(200, {"Content-Type": "application/json", "Content-Length": str(len(body))},
                    body)
 
     def _file(self, fault: str, name: str) -> None:
         headers = {"X-Repo-Commit": "/etc" if fault == "commit-header-abs" else COMMIT,
                    "ETag": '"' + "f" * 40 + '"', "Content-Length": str(len(CORPUS_CONFIG))}
         if fault == "resolve-500":
-            return self._send(500, {"Content-Length": "0"})
+            return self.send(500, {"Content-Length": "0"})
         if fault == "resolve-503-a-day":
-            return self._send(503, {"Retry-After": "86400", "Content-Length": "0"})
+            return self.send(503, {"Retry-After": "86400", "Content-Length": "0"})
         if self.command == "HEAD":
-            return self._send(200, headers)
+            return self.send(200, headers)
         if fault in ("drip", "drip-ctrl-c"):
-            self._send(200, headers)
+            self.send(200, headers)
             for byte in CORPUS_CONFIG:
                 self.wfile.write(bytes([byte]))
                 self.wfile.flush()
                 time.sleep(1)
             return None
         if fault == "short-body":  # says 1 KiB more than it sends, then closes
-            self._send(200, headers | {"Content-Length": str(len(CORPUS_CONFIG) + 1024)},
+            self.send(200, headers | {"Content-Length": str(len(CORPUS_CONFIG) + 1024)},
                        CORPUS_CONFIG)
             self.close_connection = True
             return None
         if fault == "body-20mib":  # a listing and headers that say small, a body that is not
-            self._send(200, headers | {"Content-Length": str(20 * 2**20)})
+            self.send(200, headers | {"Content-Length": str(20 * 2**20)})
             for _ in range(20):
                 self.wfile.write(b" " * 2**20)
             return None
-        return self._send(200, headers, CORPUS_CONFIG)
-
-    do_GET = do_HEAD = _answer
-
-    def log_message(self, *args: object) -> None:
-        pass
+        return self.send(200, headers, CORPUS_CONFIG)
 
 
 CORPUS_CONFIG = json.dumps(TINY_LLAMA).encode()
@@ -457,11 +444,7 @@ def hub_cases(work: Path) -> list[Case]:
     """28.6: a local endpoint that misbehaves, on the surfaces that fetch: one line, exit 2,
     within the budget (TFCLI_HUB_TIMEOUT=6, and once the default), nothing partial in the cache,
     no path made of what the endpoint sent; Ctrl-C during a download exits 130."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
-    server.daemon_threads = True
-    server.handle_error = lambda request, address: None  # a client that left: not the corpus's
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
+    url = serve(_Endpoint).url  # type: ignore[attr-defined]
     cases = []
     surfaces = (["params"], ["import-config"], ["run", "--tokens", "1"])
     for fault in HUB_FAULTS:

@@ -187,6 +187,11 @@ def _given(options: DepthSweepOptions) -> dict[str, Any]:
     return {k: v for k, v in options.overrides.items() if v is not None}
 
 
+def _flags(fields: list[str]) -> str:
+    """Override fields as the options that set them: n_kv_heads -> --n-kv-heads."""
+    return ", ".join("--" + name.replace("_", "-") for name in fields)
+
+
 def _apply_overrides(spec: Spec | None, options: DepthSweepOptions) -> Spec | None:
     changes = _given(options)
     if spec is None:
@@ -194,7 +199,8 @@ def _apply_overrides(spec: Spec | None, options: DepthSweepOptions) -> Spec | No
             raise BadInputError(f"--sublayer {options.sublayer} needs a SPEC (only linear runs without one)")
         extra = sorted(set(changes) - {"d_model"})
         if extra:
-            raise BadInputError(f"without a SPEC only --d-model applies (got {', '.join(extra)})")
+            raise BadInputError(f"{_flags(extra)}: without a SPEC only --d-model applies "
+                                "(--sublayer linear stacks d_model x d_model matrices)")
         d_model = changes.get("d_model", LINEAR_DEFAULT_D_MODEL)
         if not isinstance(d_model, int) or d_model < 1:
             raise BadInputError(f"--d-model must be a positive integer (got {d_model!r})")
@@ -203,10 +209,9 @@ def _apply_overrides(spec: Spec | None, options: DepthSweepOptions) -> Spec | No
         return spec
     unused = sorted(set(changes) & _UNUSED_BY.get(options.sublayer, set()))
     if unused:  # an override the stacked layer never reads would be silently ignored
-        names = ", ".join("--" + name.replace("_", "-") for name in unused)
         them = "them" if len(unused) > 1 else "it"
-        raise BadInputError(f"--sublayer {options.sublayer} does not use {names}: drop {them} "
-                            "(--sublayer block uses every override)")
+        raise BadInputError(f"--sublayer {options.sublayer} does not use {_flags(unused)}: drop "
+                            f"{them} (--sublayer block uses every override)")
     try:
         return spec.replace(**changes)
     except ValidationError as exc:
