@@ -4,6 +4,7 @@ subclasses say how each request is answered (`answer`), and a server on a free p
 from __future__ import annotations
 
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -20,6 +21,19 @@ class HubHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD" and body:
             self.wfile.write(body)
+
+    def drip(self, headers: dict[str, str], body: bytes) -> None:
+        """A 200 whose body comes a byte a second (a server that never quite stops)."""
+        self.send(200, headers)
+        for byte in body:
+            self.wfile.write(bytes([byte]))
+            self.wfile.flush()
+            time.sleep(1)
+
+    def short_body(self, headers: dict[str, str], body: bytes) -> None:
+        """A 200 that promises 1 KiB more than `body`, sends `body`, then closes."""
+        self.send(200, headers | {"Content-Length": str(len(body) + 1024)}, body)
+        self.close_connection = True
 
     def answer(self) -> None:
         raise NotImplementedError

@@ -72,16 +72,9 @@ class _Misbehaving(HubHandler):
         if self.command == "HEAD":
             return self.send(200, headers)
         if fault == "drip":
-            self.send(200, headers)
-            for byte in CONFIG:
-                self.wfile.write(bytes([byte]))
-                self.wfile.flush()
-                time.sleep(1)
-            return None
-        if fault == "short-body":  # says 1 KiB more than it sends, then closes
-            self.send(200, headers | {"Content-Length": str(len(CONFIG) + 1024)}, CONFIG)
-            self.close_connection = True
-            return None
+            return self.drip(headers, CONFIG)
+        if fault == "short-body":
+            return self.short_body(headers, CONFIG)
         if fault == "body-64mib":  # headers that say small, a body that is not
             self.send(200, headers | {"Content-Length": str(BIG)})
             for _ in range(BIG // 2**20):

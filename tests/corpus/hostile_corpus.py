@@ -430,17 +430,9 @@ class _Endpoint(HubHandler):
         if self.command == "HEAD":
             return self.send(200, headers)
         if fault in ("drip", "drip-ctrl-c"):
-            self.send(200, headers)
-            for byte in CORPUS_CONFIG:
-                self.wfile.write(bytes([byte]))
-                self.wfile.flush()
-                time.sleep(1)
-            return None
-        if fault == "short-body":  # says 1 KiB more than it sends, then closes
-            self.send(200, headers | {"Content-Length": str(len(CORPUS_CONFIG) + 1024)},
-                       CORPUS_CONFIG)
-            self.close_connection = True
-            return None
+            return self.drip(headers, CORPUS_CONFIG)
+        if fault == "short-body":
+            return self.short_body(headers, CORPUS_CONFIG)
         if fault == "body-20mib":  # a listing and headers that say small, a body that is not
             self.send(200, headers | {"Content-Length": str(20 * 2**20)})
             for _ in range(20):
