@@ -29,7 +29,7 @@ from tfcli.engine.blas import blas_threads
 from tfcli.engine.layout import fused_projection
 from tfcli.engine.parallel import MIN_ROW_BLOCK, WORKERS, linear, parallel_for, split
 from tfcli.engine.weights import AttentionWeights, FFNWeights, Weights
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 SEED = 0
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

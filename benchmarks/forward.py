@@ -14,7 +14,7 @@ thread with the products split across the engine's pool (on a loaded machine Ope
 threads stall). The faster of the two is the reference (target <= 1.10 for GPT-2, <= 1.15 for the
 Llama-style model, `--model llama`); 1 - 1/ratio is the share of the forward spent outside
 those GEMMs. Then tfcli ms, torch ms, ratio tfcli/torch (target <= 0.9), max |logit difference|, and tfcli's
-achieved GFLOP/s (analytic FLOPs from tfcli.analysis.trace.build_trace / median time) as a
+achieved GFLOP/s (analytic FLOPs from tfcli.analysis.trace.build.build_trace / median time) as a
 share of the NumPy float32 GEMM peak (target >= 70%). The peak divided by is the large square
 GEMM (2048^3, best of several, measured before and after the sizes); the (N, 768) @ (768, 3072)
 GEMM of GPT-2's own FFN shape is shown beside it.
@@ -38,7 +38,7 @@ from _common import (
     gemm_gflops, gpt2_results, int_list, interleave, machine_facts, median, model_pair,
     print_header, random_tokens, run_gemms, run_gemms_pooled, seconds, table, verdict,
 )
-from tfcli.analysis.trace import build_trace
+from tfcli.analysis.trace.build import build_trace
 from tfcli.engine.model import forward
 
 RATIO_TARGET = 0.9  # tfcli time / torch time, at most

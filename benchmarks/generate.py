@@ -45,7 +45,7 @@ from _common import (
     labelled_gemms, run_gemms, seconds,
     machine_facts, median, memory_bandwidth, print_header, random_tokens, table, verdict,
 )
-from tfcli.params import total_parameters
+from tfcli.spec.counts import total_parameters
 from tfcli.engine.generate import GenerationRequest, generate
 
 SPEEDUP_TARGET = 1.5  # tfcli decode tokens/s / transformers', at least

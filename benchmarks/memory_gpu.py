@@ -34,11 +34,11 @@ import transformers as tf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tfcli.analysis.activations import Workload  # noqa: E402
-from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan  # noqa: E402
-from tfcli.analysis.saved_activations import saved_activations  # noqa: E402
+from tfcli.analysis.memory.activations import Workload  # noqa: E402
+from tfcli.analysis.memory.plan import MemoryOptions, build_memory_plan  # noqa: E402
+from tfcli.analysis.memory.saved import saved_activations  # noqa: E402
 from tfcli.checkpoints import spec_from_config_dir  # noqa: E402
-from tfcli.spec import Spec  # noqa: E402
+from tfcli.spec.model import Spec  # noqa: E402
 
 # Llama 3.2 1B's shape (its config.json), random weights: 1,235,814,400 parameters (tied head)
 LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_attention_heads=32,

@@ -2,7 +2,7 @@
 float32, batch 1), the estimate beside the measurement, and their ratio.
 
 Each round measures, in alternating order (A B C, C B A, ...): the `cpu` entry's two figures
-afresh (tfcli.analysis.cpu_probe: float32 (2048, 2048) GEMM FLOP/s, the bytes/s of the
+afresh (tfcli.analysis.gpus.cpu_probe: float32 (2048, 2048) GEMM FLOP/s, the bytes/s of the
 decode products of width-768 layers in tfcli's layout over 256 MiB, as `tfcli perf gpt2 --gpu
 cpu` reads them, and the engine's fixed cost per op; beside them the bytes/s of the one wide
 (16384, 4096) product the cpu entry read before, "wide"), tfcli's forward pass
@@ -10,7 +10,7 @@ over a prompt (prefill, timed after an untimed one), and tfcli's cached greedy d
 spell on this shared machine moves the estimate and the measurement together; the ratio is
 estimate / measured (seconds for prefill, tokens/s for decode). The acceptance: within 30%.
 
-- prefill estimate: the per-op roofline of tfcli.analysis.perf (sum over the trace's rows of
+- prefill estimate: the per-op roofline of tfcli.analysis.perf.estimate (sum over the trace's rows of
   max(FLOPs / peak, bytes / bandwidth) + the cost per op); beside it the compute-bound time at
   MFU 1.
 - decode estimate: one step's bytes (weights + KV cache at the mean context of the run) /
@@ -32,15 +32,16 @@ from typing import Any
 import numpy as np
 
 from _common import emit, interleave, load_average, machine_facts, table
-from tfcli.analysis import gpus, perf
-from tfcli.analysis.gpus import Accelerator
-from tfcli.analysis.perf import PerfOptions
+from tfcli.analysis.gpus import catalog as gpus
+from tfcli.analysis.perf import estimate as perf
+from tfcli.analysis.gpus.catalog import Accelerator
+from tfcli.analysis.perf.estimate import PerfOptions
 from tfcli.engine.generate import GenerationRequest, generate
 from tfcli.engine.init import init_weights
 from tfcli.engine.model import forward
 from tfcli.engine.weights import Weights
-from tfcli.spec import Spec
-from tfcli.spec_io import load_spec
+from tfcli.spec.model import Spec
+from tfcli.spec.load import load_spec
 
 TARGET = 0.30  # |estimate / measured - 1| at most
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tfcli.cli import app
+from tfcli.cli.app import app
 
 VALID_SPEC = """\
 name: tiny

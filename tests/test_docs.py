@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tfcli.cli import app
-from tfcli.spec import FIELD_NAMES
+from tfcli.cli.app import app
+from tfcli.spec.model import FIELD_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.tolerance import assert_close
-from tfcli import dtypes
-from tfcli.analysis.run import _neg_log_likelihood, _top_next
-from tfcli.cli import app
-from tfcli.shapes import TABLE_TIMES, shape_text, shapes_text
-from tfcli.spec_io import is_model_dir
+from tfcli.core import dtypes
+from tfcli.analysis.run.forward import _neg_log_likelihood, _top_next
+from tfcli.cli.app import app
+from tfcli.core.shapes import TABLE_TIMES, shape_text, shapes_text
+from tfcli.spec.load import is_model_dir
 
 # (command line, option, the dtypes it takes): every dtype option of every command
 DTYPE_OPTIONS = [

@@ -4,12 +4,12 @@ with nothing on stderr, as one during a command does, instead of a KeyboardInter
 
 import sys
 
-EXIT_INTERRUPTED = 130  # tfcli.errors.EXIT_INTERRUPTED, spelled here: that module may be loading
+EXIT_INTERRUPTED = 130  # tfcli.core.errors.EXIT_INTERRUPTED, spelled here: that module may be loading
 
 
 def main() -> None:
     try:
-        from tfcli.cli import main as cli_main
+        from tfcli.cli.app import main as cli_main
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
     cli_main()

@@ -10,8 +10,8 @@ from tfcli.analysis.diff import (
     build_spec_diff,
 )
 from tfcli.analysis.params_report import build_params_report
-from tfcli.analysis.trace import build_trace
-from tfcli.spec_io import load_spec
+from tfcli.analysis.trace.build import build_trace
+from tfcli.spec.load import load_spec
 
 LAYERS, D, D_HEAD, F32 = 32, 4096, 128, 4  # llama-2-7b and mistral-7b share these
 
@@ -110,7 +110,7 @@ def test_batch_and_kv_dtype_reach_the_kv_rows() -> None:
 
 
 def test_the_inference_section_is_tfcli_memorys_plan(llama_mistral) -> None:
-    from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
+    from tfcli.analysis.memory.plan import MemoryOptions, build_memory_plan
 
     for spec_name, side in (("llama-2-7b", "a"), ("mistral-7b", "b")):
         plan = build_memory_plan(load_spec(spec_name), MemoryOptions(seq_len=4096, kv_dtype="float32"))
@@ -132,7 +132,7 @@ def test_inference_memory_is_left_out_with_a_note_where_it_is_not_modelled() -> 
 
 
 def test_deberta_v3_base_inference_memory_is_planned() -> None:
-    from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
+    from tfcli.analysis.memory.plan import MemoryOptions, build_memory_plan
 
     diff = build_spec_diff(load_spec("deberta-v3-base"), load_spec("bert-base"))
     plan = build_memory_plan(load_spec("deberta-v3-base"), MemoryOptions(seq_len=512))

@@ -10,10 +10,10 @@ import pytest
 
 from tests.engine.engine_specs import make_spec
 from tfcli.analysis.params_report import build_params_report
-from tfcli.analysis.trace import ACTIVATION_FLOPS, build_trace
-from tfcli.analysis.trace_check import execute_check
-from tfcli.params import kv_cache_bytes, kv_cache_window_bytes
-from tfcli.spec import Spec
+from tfcli.analysis.trace.build import ACTIVATION_FLOPS, build_trace
+from tfcli.analysis.trace.check import execute_check
+from tfcli.spec.counts import kv_cache_bytes, kv_cache_window_bytes
+from tfcli.spec.model import Spec
 
 # Gemma 2 9B's attention shape: 42 layers alternating local (4,096) / global, 8 KV heads of 256
 GEMMA2_9B = Spec(name="g2", family="decoder", vocab_size=256000, max_seq_len=8192, d_model=3584,
@@ -85,7 +85,7 @@ def test_the_staged_replay_runs_each_block_as_its_kind() -> None:
     hybrid stack its output equals the forward pass's, the global block unwindowed."""
     import numpy as np
 
-    from tfcli.analysis.finite import _stages
+    from tfcli.analysis.run.finite import _stages
     from tfcli.engine.init import init_weights
     from tfcli.engine.model import forward
 

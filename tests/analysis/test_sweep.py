@@ -8,9 +8,9 @@ import pytest
 from tfcli.analysis.sweep import (
     MAX_POINTS, Figure, SweepAxes, SweepPoint, parse_axis, run_sweep, sweep_axes, trace_sweep,
 )
-from tfcli.analysis.trace import build_trace
-from tfcli.errors import BadInputError
-from tfcli.spec_io import load_spec
+from tfcli.analysis.trace.build import build_trace
+from tfcli.core.errors import BadInputError
+from tfcli.spec.load import load_spec
 
 
 def test_axes_keep_the_order_given_and_points_are_batch_major() -> None:

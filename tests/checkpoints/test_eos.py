@@ -10,7 +10,7 @@ import pytest
 from tests.checkpoints.gguf_files import llama_metadata, llama_tensors, write_gguf
 from tests.cli.guarded import run_in_memory
 from tfcli.checkpoints.eos import eos_tokens
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 
 def _folder(tmp_path: Path, config: dict[str, object], generation: object = None) -> Path:

@@ -10,13 +10,13 @@ import pytest
 import torch
 import transformers
 
-from tfcli.analysis.trace import build_trace
-from tfcli.analysis.trace_check import execute_check
+from tfcli.analysis.trace.build import build_trace
+from tfcli.analysis.trace.check import execute_check
 from tfcli.checkpoints import spec_from_config
 from tfcli.engine.init import init_weights
 from tfcli.engine.model import forward
 from tfcli.engine.weights import count_parameters
-from tfcli.params import components, total_parameters
+from tfcli.spec.counts import components, total_parameters
 
 CONFIGS = {  # class -> (config, its body class, the head's activation)
     "AlbertForMaskedLM": (transformers.AlbertConfig(

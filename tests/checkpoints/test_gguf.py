@@ -12,9 +12,9 @@ import pytest
 
 from tests.checkpoints.gguf_files import llama_metadata, llama_tensors, write_gguf
 from tests.cli.guarded import run_in_memory
-from tfcli.checkpoints.gguf_file import read_gguf
-from tfcli.checkpoints.gguf_spec import spec_from_gguf_file
-from tfcli.params import total_parameters
+from tfcli.checkpoints.gguf.file import read_gguf
+from tfcli.checkpoints.gguf.spec import spec_from_gguf_file
+from tfcli.spec.counts import total_parameters
 
 
 @pytest.fixture()
@@ -103,7 +103,7 @@ def test_import_config_prints_the_spec(tiny: Path, tmp_path: Path) -> None:
 
 def test_run_dequantises_and_matches_the_f32_weights(tiny: Path) -> None:
     """F32 tensors load exactly; q/k rows come back un-permuted (llama.cpp's llama layout)."""
-    from tfcli.checkpoints.gguf_weights import load_gguf_weights, unpermute
+    from tfcli.checkpoints.gguf.weights import load_gguf_weights, unpermute
 
     spec = spec_from_gguf_file(str(tiny))
     weights = load_gguf_weights(tiny, spec)
@@ -118,7 +118,7 @@ def test_unpermute_inverts_llama_cpp_permute() -> None:
     heads, rows, cols = 3, 12, 5
     hf = np.arange(rows * cols, dtype=np.float64).reshape(rows, cols)
     permuted = hf.reshape(heads, 2, rows // heads // 2, cols).swapaxes(1, 2).reshape(rows, cols)
-    from tfcli.checkpoints.gguf_weights import unpermute
+    from tfcli.checkpoints.gguf.weights import unpermute
 
     np.testing.assert_array_equal(unpermute(permuted, heads), hf)
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.checkpoints.gguf_files import llama_metadata, llama_tensors, patch_tensor, write_gguf
 from tests.cli.guarded import run_in_memory
-from tfcli.checkpoints.gguf_file import DEQUANTISABLE, GGML_TYPES, read_gguf, type_id
+from tfcli.checkpoints.gguf.file import DEQUANTISABLE, GGML_TYPES, read_gguf, type_id
 from tfcli.checkpoints.layout import Span, layout_problem
 
 COMMANDS = {"params": ("params",), "run": ("run", "--tokens", "1"),

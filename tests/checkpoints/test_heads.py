@@ -13,14 +13,14 @@ import pytest
 import torch
 import transformers
 
-from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_config, write_model
-from tfcli.params import components, total_parameters
+from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors, write_config, write_model
+from tfcli.spec.counts import components, total_parameters
 from tfcli.checkpoints import load_weights, spec_from_config, spec_from_config_dir
 from tfcli.checkpoints.export import spec_to_yaml
 from tfcli.checkpoints.heads import ARCHITECTURES, REFUSED
 from tfcli.engine.weights import count_parameters
-from tfcli.errors import BadInputError, SpecError
-from tfcli.spec_io import parse_spec_text
+from tfcli.core.errors import BadInputError, SpecError
+from tfcli.spec.load import parse_spec_text
 
 TINY = {
     "gpt2": transformers.GPT2Config(n_embd=16, n_head=2, n_layer=2, vocab_size=50, n_positions=32),

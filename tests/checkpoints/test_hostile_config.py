@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_checkpoints import GPT2_CONFIG, LLAMA_CONFIG, write_config
+from tests.checkpoints.test_configs import GPT2_CONFIG, LLAMA_CONFIG, write_config
 from tfcli.checkpoints import spec_from_config, spec_from_config_dir
 from tfcli.checkpoints.configs import DEFAULTS, MAX_CONFIG_BYTES, config_from_bytes
 from tfcli.checkpoints.fields import MAX_SIZE
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 # characters: a file path, a field name, a value cut to 60, the list of supported families
 # (35-odd model_types, ~330 characters, as issue 16 adds the encoder families)

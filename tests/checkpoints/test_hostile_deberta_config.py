@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests.checkpoints.test_hostile_encoder_config import JSON, _only_bad_input
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.families import FAMILIES
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 BASE = {"model_type": "deberta-v2", "architectures": ["DebertaV2Model"], "hidden_size": 16,
         "num_attention_heads": 2, "num_hidden_layers": 2, "intermediate_size": 32,

@@ -17,7 +17,7 @@ from tests.checkpoints.test_hostile_config import MAX_MESSAGE
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.configs import config_from_bytes
 from tfcli.checkpoints.families.deepseek import DEEPSEEK_V2_DEFAULTS, DEEPSEEK_V3_DEFAULTS
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 SMALL = {"hidden_size": 16, "num_attention_heads": 2, "num_key_value_heads": 2,
          "num_hidden_layers": 3, "intermediate_size": 32, "vocab_size": 50,

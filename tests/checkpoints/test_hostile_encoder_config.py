@@ -14,7 +14,7 @@ from tests.checkpoints.test_hostile_config import MAX_MESSAGE
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.configs import config_from_bytes
 from tfcli.checkpoints.families import FAMILIES
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 BERT_LIKE = {"hidden_size": 16, "num_attention_heads": 2, "num_hidden_layers": 2,
              "intermediate_size": 32, "vocab_size": 50, "max_position_embeddings": 34}

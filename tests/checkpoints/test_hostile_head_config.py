@@ -7,8 +7,8 @@ import pytest
 
 from tests.checkpoints.test_heads import TINY
 from tfcli.checkpoints import spec_from_config
-from tfcli.errors import BadInputError
-from tfcli.params import total_parameters
+from tfcli.core.errors import BadInputError
+from tfcli.spec.counts import total_parameters
 
 REWARD = {k: v for k, v in TINY["llama"].to_dict().items()
           if k not in ("id2label", "label2id", "num_labels")} | {

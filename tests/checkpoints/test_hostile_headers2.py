@@ -20,7 +20,7 @@ from safetensors.numpy import save_file
 
 from tests.checkpoints.gguf_files import llama_metadata, llama_tensors, write_gguf
 from tests.cli.guarded import run_in_memory
-from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors
+from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors
 
 
 def _refused(*args: str) -> str:

@@ -14,7 +14,7 @@ from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.configs import config_from_bytes
 from tfcli.checkpoints.families.phi3 import DEFAULTS
 from tfcli.checkpoints.fields import MAX_SIZE
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 BASE = {"model_type": "phi3", "architectures": ["Phi3ForCausalLM"], "hidden_size": 16,
         "num_attention_heads": 2, "num_key_value_heads": 1, "num_hidden_layers": 2,

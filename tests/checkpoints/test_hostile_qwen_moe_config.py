@@ -13,7 +13,7 @@ from tests.checkpoints.test_hostile_config import MAX_MESSAGE
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.configs import config_from_bytes
 from tfcli.checkpoints.families.qwen_moe import QWEN2_MOE_DEFAULTS, QWEN3_MOE_DEFAULTS
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 SMALL = {"hidden_size": 16, "num_attention_heads": 2, "num_key_value_heads": 1,
          "num_hidden_layers": 4, "intermediate_size": 32, "vocab_size": 50,

@@ -15,7 +15,7 @@ from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.configs import config_from_bytes
 from tfcli.checkpoints.families.bart import DEFAULTS as BART_DEFAULTS
 from tfcli.checkpoints.families.t5 import MT5_DEFAULTS, UMT5_DEFAULTS
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 SMALL = {"vocab_size": 50, "d_model": 16, "d_kv": 4, "d_ff": 24, "num_layers": 2, "num_heads": 2}
 BASES = [SMALL | {"model_type": "mt5", "architectures": ["MT5ForConditionalGeneration"]},

@@ -14,7 +14,7 @@ from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.configs import config_from_bytes
 from tfcli.checkpoints.families import falcon, olmo2
 from tfcli.checkpoints.fields import MAX_SIZE
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 FALCON = {"model_type": "falcon", "architectures": ["FalconForCausalLM"], "hidden_size": 16,
           "num_attention_heads": 4, "num_hidden_layers": 2, "vocab_size": 50,

@@ -161,7 +161,7 @@ def test_a_local_folder_wins_over_a_hub_id(tmp_path: Path) -> None:
 
 def test_without_huggingface_hub_the_message_names_the_extra(tmp_path: Path) -> None:
     code = ("import sys; sys.modules['huggingface_hub'] = None\n"
-            "from tfcli.cli import main; sys.argv = ['tfcli', 'params', 'org/name']; main()")
+            "from tfcli.cli.app import main; sys.argv = ['tfcli', 'params', 'org/name']; main()")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=os.environ | {"HF_HOME": str(tmp_path)}, timeout=60)
     assert result.returncode == 2 and "pip install 'tfcli[hub]'" in result.stderr
@@ -190,7 +190,7 @@ def fake(repo_id, revision=None, **_):
                                    files_metadata={"model.safetensors": file})
 
 huggingface_hub.get_safetensors_metadata = fake
-from tfcli.cli import main
+from tfcli.cli.app import main
 sys.argv = ["tfcli", "params", REPO, "--format", "json"]
 main()
 """

@@ -11,7 +11,7 @@ import pytest
 
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.configs import config_from_bytes
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 SIZES = {"hidden_size": 64, "num_attention_heads": 2, "num_hidden_layers": 2,  # d_head 32
          "intermediate_size": 32, "vocab_size": 50, "max_position_embeddings": 64}

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import torch
 
-from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_config
+from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors, write_config
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.checkpoints.safetensors_header import _header_length
 from tfcli.checkpoints.tensors import float8_table
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 NAME = "transformer.ln_f.bias"  # a (8,) float32 tensor of the GPT-2 fixture
 

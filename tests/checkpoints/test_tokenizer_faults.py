@@ -18,9 +18,9 @@ import pytest
 
 from tests.checkpoints.gguf_files import llama_metadata, llama_tensors, write_gguf
 from tests.cli.guarded import run_in_memory
-from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_model
+from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors, write_model
 from tfcli.checkpoints import tokenizer_json
-from tfcli.checkpoints.gguf_tokenizer import gguf_tokenizer
+from tfcli.checkpoints.gguf.tokenizer import gguf_tokenizer
 
 SURFACES = {"run": ("run", "--text", "a b"), "generate": ("generate", "--text", "a b",
                                                             "--max-new-tokens", "1")}
@@ -240,7 +240,7 @@ GGUF_LIMITS = {"MAX_TOKENS": (len(TOKENS) - 1, "has 96 tokens"),
 @pytest.mark.parametrize("limit", sorted(GGUF_LIMITS))
 def test_a_gguf_vocabulary_is_bounded(limit: str, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    import tfcli.checkpoints.gguf_tokenizer as module
+    import tfcli.checkpoints.gguf.tokenizer as module
 
     value, expected = GGUF_LIMITS[limit]
     monkeypatch.setattr(tokenizer_json, limit, value)
@@ -321,7 +321,7 @@ def test_gemma_merges_of_long_tokens_are_linear(tmp_path: Path) -> None:
 
 
 def test_gemma_merges_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tfcli.checkpoints.gguf_tokenizer as module
+    import tfcli.checkpoints.gguf.tokenizer as module
 
     monkeypatch.setattr(module, "MAX_MERGES", 2)
     path = _gemma_gguf(tmp_path / "g.gguf", ["a", "b", "ab", "ba", "aba"])

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from tfcli.cli import app
+from tfcli.cli.app import app
 
 GROUP = typer.main.get_command(app)
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from tfcli.spec_io import parse_spec_text
+from tfcli.spec.load import parse_spec_text
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli.guarded import run_in_memory
 from tfcli.render.output import _count
-from tfcli.spec_io import bundled_spec_path
+from tfcli.spec.load import bundled_spec_path
 
 TINY = ["--max-new-tokens", "3"]
 

@@ -18,7 +18,7 @@ from tests.parity.encoder_configs import (
     ROBERTA_BASE,
     XLM_ROBERTA_LARGE,
 )
-from tfcli.spec_io import load_spec, parse_spec_text
+from tfcli.spec.load import load_spec, parse_spec_text
 
 BODIES = {  # bundled spec -> (published config.json, its body class)
     "roberta-base": (ROBERTA_BASE, "RobertaModel"),

@@ -55,7 +55,7 @@ HOOK = textwrap.dedent('''
                     kill()
         sys.meta_path.insert(0, Finder())
     elif where.startswith("step:"):
-        import tfcli.analysis.generation as generation
+        import tfcli.analysis.generate.timed as generation
         engine = generation.generate
         def generate(*args, **kwargs):
             for i, step in enumerate(engine(*args, **kwargs)):
@@ -187,17 +187,17 @@ def test_an_interrupted_result_file_leaves_no_temporary_file(where: str, signame
     assert left == (["out.npz"] if where == "replace" else []), left
 
 
-@pytest.mark.parametrize("module", ["typer", "tfcli.cli_options", "numpy"])
+@pytest.mark.parametrize("module", ["typer", "tfcli.cli.options", "numpy"])
 def test_ctrl_c_while_modules_import_is_a_quiet_130(module: str, hook_dir: Path) -> None:
-    """typer and tfcli.cli_options load before the guard (python -m tfcli's import of
-    tfcli.cli); numpy inside the command."""
+    """typer and tfcli.cli.options load before the guard (python -m tfcli's import of
+    tfcli.cli.app); numpy inside the command."""
     done = _tfcli(["run", "lesson-tiny", "--tokens", "1,2"], hook_dir, f"import:{module}@SIGINT")
     assert (done.returncode, done.stdout, done.stderr) == (130, "", "")
 
 
 def test_the_console_script_is_the_entry_point_that_catches_it() -> None:
     """`tfcli` (the console script) must start where `python -m tfcli` does, in the entry point
-    that catches a Ctrl-C during the imports; tfcli.cli:main runs only after them."""
+    that catches a Ctrl-C during the imports; tfcli.cli.app:main runs only after them."""
     import tomllib
 
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())

@@ -5,7 +5,7 @@ A full disk is RLIMIT_FSIZE (with SIGXFSZ ignored): past the limit a write is cu
 the next one fails with EFBIG - exactly what a disk that fills up does (ENOSPC). It needs no
 privileges, so it runs in CI; a real small tmpfs is used too where `mount` works (root).
 Python's stdout took the short count as success (BufferedWriter returns it, TextIOWrapper ignores
-it); the guard now writes stdout through tfcli.files.CompleteWriter.
+it); the guard now writes stdout through tfcli.core.files.CompleteWriter.
 
 One child process per command runs its rows in process (each format, with stdout rebuilt as
 Python builds it, buffered or under PYTHONUNBUFFERED), against a file limited to half the size
@@ -42,7 +42,7 @@ TEXT_ONLY = {"schema": ["schema"], "import-config": ["import-config", "{config}"
 CHILD = textwrap.dedent('''
     import gc, io, json, os, resource, signal, sys
     import typer
-    from tfcli.cli import app
+    from tfcli.cli.app import app
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a short write, then EFBIG
     group = typer.main.get_command(app)
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)

@@ -15,7 +15,7 @@ from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
 from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
-from tfcli.spec_io import load_spec
+from tfcli.spec.load import load_spec
 
 SMALL = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
          "num_hidden_layers": 3, "intermediate_size": 48, "vocab_size": 64,
@@ -46,7 +46,7 @@ def test_trace_execute_matches_the_analytic_rows(invoke, model_dir: Path) -> Non
     assert {("embed", "embed_scale"), ("head", "softcap")} <= ops
 
 
-# Through the CLI for the smallest bundled Gemma only: tests/analysis/test_trace.py runs
+# Through the CLI for the smallest bundled Gemma only: tests/analysis/trace/test_build.py runs
 # --execute's check on every bundled spec (narrowed), which covers gemma-2b and gemma-2-9b.
 @pytest.mark.parametrize("name", ["gemma-3-1b"])
 def test_bundled_trace_execute_at_two_layers(invoke, name: str) -> None:  # noqa: ANN001

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from tfcli.analysis.generation import generate_text
-from tfcli.analysis.generation_mode import GenerationMode
+from tfcli.analysis.generate.timed import generate_text
+from tfcli.analysis.generate.mode import GenerationMode
 from tfcli.analysis.model_source import load_model
 from tfcli.engine.generate import GenerationRequest
 
@@ -71,7 +71,7 @@ def test_table_output_streams_then_summarises(invoke) -> None:
 
 
 def test_check_cache_failure_exits_1(monkeypatch, invoke) -> None:
-    import tfcli.analysis.generation as generation
+    import tfcli.analysis.generate.timed as generation
 
     monkeypatch.setitem(generation.CACHE_TOLERANCE, "float32", -1.0)  # nothing can pass
     result = invoke("generate", "lesson-tiny", "--tokens", "1", "--max-new-tokens", "2",

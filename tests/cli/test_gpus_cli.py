@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from tfcli.analysis import gpus
-from tfcli.analysis.gpus import CATALOG
+from tfcli.analysis.gpus import catalog as gpus
+from tfcli.analysis.gpus.catalog import CATALOG
 
 
 def test_table_lists_every_entry_and_its_source(invoke) -> None:

@@ -1,4 +1,4 @@
-"""The rendered `--help` of every command (tfcli/help.py), under the typer the install resolves:
+"""The rendered `--help` of every command (tfcli/cli/help.py), under the typer the install resolves:
 plain text that reads the same under any typer - no `<bool>`, `{spec}` or `<list[str]>`, every
 choice listed, every command with an example, `tfcli[plot]` kept - and the conventions around
 it: -h, -V, bare `tfcli`, shell completion."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.guarded import GROUP, run_in_memory
-from tfcli.help import choices
+from tfcli.cli.help import choices
 
 ROOT = Path(__file__).resolve().parents[2]
 TYPER_LEAKS = ("<bool>", "<str>", "<int", "<float", "<list[", "{spec}", "{", "[x>=1]x")
@@ -143,7 +143,7 @@ def test_completion_completes_commands_and_options(words: str, cword: str, expec
 
 
 def test_a_missing_argument_is_named_as_the_help_names_it() -> None:
-    from tfcli.help import argument_name
+    from tfcli.cli.help import argument_name
 
     for name, command in GROUP.commands.items():
         required = [p for p in command.params if p.param_type_name == "argument" and p.required]

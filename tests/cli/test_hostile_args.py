@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from tfcli.cli import app
+from tfcli.cli.app import app
 from tests.cli.guarded import run_in_memory
 
 GROUP = typer.main.get_command(app)
@@ -361,7 +361,7 @@ def test_an_ascii_only_stdout_gets_every_table(env: dict[str, str], tmp_path: Pa
     command, to keep the interpreter's start-up paid once."""
     script = tmp_path / "all.py"
     script.write_text(
-        "import sys\nfrom tfcli.cli import app\nimport typer\n"
+        "import sys\nfrom tfcli.cli.app import app\nimport typer\n"
         "group = typer.main.get_command(app)\n"
         f"commands = {TABLE_COMMANDS!r}\n"
         "for name, args in commands.items():\n"

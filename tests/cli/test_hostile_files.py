@@ -33,11 +33,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
-from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors
-from tfcli.cli import app
-from tfcli.errors import SpecError
-from tfcli.spec import Spec
-from tfcli.spec_io import parse_spec_text
+from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors
+from tfcli.cli.app import app
+from tfcli.core.errors import SpecError
+from tfcli.spec.model import Spec
+from tfcli.spec.load import parse_spec_text
 
 GROUP = typer.main.get_command(app)
 CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f\x9b]")  # ESC, BEL, CR, NUL, CSI ...; \n allowed
@@ -276,7 +276,7 @@ def rotation(commands: list[tuple[str, ...]], index: int, count: int,
 
 
 def _small(spec: Spec | None) -> bool:
-    from tfcli.params import total_parameters
+    from tfcli.spec.counts import total_parameters
 
     return spec is not None and total_parameters(spec) <= MAX_HEAVY_PARAMS and \
         spec.total_layers <= 16
@@ -432,7 +432,7 @@ DIR_COMMANDS: list[tuple[str, ...]] = [
 
 def _config_loaded(directory: Path) -> tuple[bool, Spec | None]:
     from tfcli.checkpoints import spec_from_config_dir
-    from tfcli.errors import TfcliError
+    from tfcli.core.errors import TfcliError
 
     try:
         spec = spec_from_config_dir(directory)

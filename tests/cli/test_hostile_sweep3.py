@@ -177,9 +177,9 @@ def test_ignore_eos_still_gets_past_a_malformed_eos_token_id(monkeypatch) -> Non
     """Before, --ignore-eos never read generation_config.json; it still is the way past a bad one."""
     from types import SimpleNamespace
 
-    from tfcli.analysis import generation
+    from tfcli.analysis.generate import timed as generation
     from tfcli.checkpoints import eos
-    from tfcli.errors import BadInputError
+    from tfcli.core.errors import BadInputError
 
     def malformed(source: str | None, vocab_size: int) -> tuple[int, ...]:
         raise BadInputError("m/generation_config.json: eos_token_id must be a token id")

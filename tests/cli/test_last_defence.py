@@ -13,9 +13,9 @@ import typer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfcli.cli import app
-from tfcli.errors import BadInputError
-from tfcli.guard import MAX_MESSAGE_CHARS, error_text
+from tfcli.cli.app import app
+from tfcli.core.errors import BadInputError
+from tfcli.cli.guard import MAX_MESSAGE_CHARS, error_text
 from tests.cli.guarded import run_in_memory
 
 GROUP = typer.main.get_command(app)
@@ -108,7 +108,7 @@ def test_the_real_process_prints_no_traceback_for_a_bug(tmp_path) -> None:
         "import tfcli.analysis.catalog as c\n"
         "def broken():\n    raise ValueError('injected')\n"
         "c.build_catalog = broken\n"
-        "from tfcli.cli import main\nmain()\n")
+        "from tfcli.cli.app import main\nmain()\n")
     done = subprocess.run([sys.executable, str(script), "specs"], capture_output=True, text=True,
                           timeout=120, env={"PATH": "/usr/bin:/bin"})
     assert done.returncode == 70 and done.stdout == ""

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.guarded import json_output as _json
-from tfcli.params import ROUTER_BIAS_NOTE, total_parameters
-from tfcli.spec_io import load_spec
+from tfcli.spec.counts import ROUTER_BIAS_NOTE, total_parameters
+from tfcli.spec.load import load_spec
 
 FIXTURE = str(Path(__file__).parents[1] / "fixtures" / "tiny-mla.yaml")
 

@@ -112,7 +112,7 @@ def test_a_model_directory_says_what_its_modules_fuse(tmp_path: Path) -> None:
 
 def test_memory_on_cpu_reads_the_machines_memory_and_times_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from tfcli.analysis import gpus
+    from tfcli.analysis.gpus import catalog as gpus
 
     def refuse(*args: object, **kwargs: object) -> float:
         raise AssertionError("memory --gpu cpu measured a rate it never uses")

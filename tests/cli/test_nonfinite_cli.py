@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.analysis.test_nonfinite import NO_NORM
+from tests.analysis.run.test_nonfinite import NO_NORM
 from tests.conftest import VALID_SPEC
-from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_model
+from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors, write_model
 
 COMMANDS = {  # each command that runs a forward pass, with arguments that keep it small
     "run": ["run", "{spec}", "--tokens", "1,2,3"],

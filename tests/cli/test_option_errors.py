@@ -13,7 +13,7 @@ import typer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfcli.cli import app
+from tfcli.cli.app import app
 from tests.cli.guarded import run_in_memory
 
 GROUP = typer.main.get_command(app)

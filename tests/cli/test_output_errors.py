@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 import typer
 
-from tfcli.cli import app
-from tfcli.errors import BadInputError, OutputError
-from tfcli.files import check_output_file, write_atomically
+from tfcli.cli.app import app
+from tfcli.core.errors import BadInputError, OutputError
+from tfcli.core.files import check_output_file, write_atomically
 from tfcli.render.output import OutputFormat
 
 TOKENS = ["--tokens", "1,2,3"]
@@ -83,9 +83,9 @@ def test_unwritable_folders_and_read_only_files(invoke, tmp_path: Path, monkeypa
     run as root, which permissions do not stop, so the answer is patched)."""
     old = tmp_path / "old.npz"
     old.write_bytes(b"old")
-    monkeypatch.setattr("tfcli.files.os.access", lambda path, mode: Path(path) != old)
+    monkeypatch.setattr("tfcli.core.files.os.access", lambda path, mode: Path(path) != old)
     _refused(invoke, old, "read-only")
-    monkeypatch.setattr("tfcli.files.os.access", lambda path, mode: False)
+    monkeypatch.setattr("tfcli.core.files.os.access", lambda path, mode: False)
     _refused(invoke, tmp_path / "new.npz", "is not writable")
     assert old.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["old.npz"]
 

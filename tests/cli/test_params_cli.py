@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.analysis.test_params import REFERENCE_TOTALS
+from tests.spec.test_counts import REFERENCE_TOTALS
 from tests.conftest import VALID_SPEC
-from tfcli.spec_io import _Loader, bundled_spec_path
+from tfcli.spec.load import _Loader, bundled_spec_path
 
 
 @pytest.mark.parametrize("name", sorted(REFERENCE_TOTALS))
@@ -110,7 +110,7 @@ def test_help_and_params_do_not_import_heavy_modules(target: str, tmp_path: Path
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from tfcli.cli import app\n"
+        "from tfcli.cli.app import app\n"
         f"r = CliRunner().invoke(app, ['params', {target!r}, '-f', 'json'])\n"
         "assert r.exit_code == 0, r.output\n"
         "heavy = {'torch', 'transformers', 'matplotlib', 'plotext', 'safetensors', 'numpy'}\n"
@@ -121,7 +121,7 @@ def test_help_and_params_do_not_import_heavy_modules(target: str, tmp_path: Path
 
 
 def test_every_command_has_help_with_an_example(invoke) -> None:
-    from tfcli.cli import app
+    from tfcli.cli.app import app
 
     for cmd in app.registered_commands:
         name = cmd.name or ""

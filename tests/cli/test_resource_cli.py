@@ -10,9 +10,9 @@ import textwrap
 
 import pytest
 
-from tfcli.analysis.memory import MemoryLimit
-from tfcli.params import total_parameters
-from tfcli.spec_io import load_spec
+from tfcli.analysis.allocation import MemoryLimit
+from tfcli.spec.counts import total_parameters
+from tfcli.spec.load import load_spec
 
 GB = 10**9
 
@@ -20,7 +20,7 @@ GB = 10**9
 @pytest.fixture
 def limit_10gb(monkeypatch) -> None:
     """The same memory limit on every host, so refusals and passes do not depend on it."""
-    monkeypatch.setattr("tfcli.analysis.memory.memory_limit",
+    monkeypatch.setattr("tfcli.analysis.allocation.memory_limit",
                         lambda sources=None: MemoryLimit(10 * GB, "cgroup memory.max"))
 
 
@@ -82,7 +82,7 @@ _UNDER_RLIMIT = textwrap.dedent("""
     limit = int(sys.argv[1])
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sys.argv = ["tfcli", *sys.argv[2:]]
-    from tfcli.cli import main
+    from tfcli.cli.app import main
     main()
 """)
 
@@ -94,7 +94,7 @@ def _under_rlimit_as(limit: int, *args: str) -> subprocess.CompletedProcess[str]
 
 @pytest.mark.timeout(150)
 def test_a_real_rlimit_as_refuses_in_one_line_not_a_memory_error() -> None:
-    from tfcli.analysis.memory import memory_limit
+    from tfcli.analysis.allocation import memory_limit
 
     done = _under_rlimit_as(2 * 2**30, "run", "gpt2", "--batch", "8", "--seq-len", "1024")
     assert done.returncode == 2, done.stderr

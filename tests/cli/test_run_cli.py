@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tfcli.analysis.model_source import load_model
-from tfcli.analysis.run import _mlm_masked, cross_entropy
+from tfcli.analysis.run.forward import _mlm_masked, cross_entropy
 from tfcli.engine.model import forward
 
 
@@ -188,9 +188,9 @@ def test_cross_entropy_matches_a_direct_formula() -> None:
 
 
 def test_memory_guard_refuses_llama_2_70b_before_allocating(invoke, monkeypatch) -> None:
-    from tfcli.analysis.memory import MemoryLimit
+    from tfcli.analysis.allocation import MemoryLimit
 
-    monkeypatch.setattr("tfcli.analysis.memory.memory_limit",
+    monkeypatch.setattr("tfcli.analysis.allocation.memory_limit",
                         lambda sources=None: MemoryLimit(int(24.8e9), "MemAvailable"))
     result = invoke("run", "llama-2-70b", "--tokens", "1,2")
     assert result.exit_code == 2 and result.stdout == ""

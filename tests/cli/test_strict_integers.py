@@ -7,8 +7,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from tfcli.cli import app
-from tfcli.guard import _is_int_option
+from tfcli.cli.app import app
+from tfcli.cli.guard import _is_int_option
 
 GROUP = typer.main.get_command(app)
 INT_OPTIONS = [(name, param.opts[0]) for name, command in sorted(GROUP.commands.items())

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tfcli.errors import BadInputError
-from tfcli.tokenizer import ByteTokenizer
+from tfcli.core.errors import BadInputError
+from tfcli.checkpoints.tokenizer import ByteTokenizer
 
 WIDE_VOCAB = """\
 name: wide-vocab
@@ -131,8 +131,8 @@ def test_a_checkpoint_tokenizer_without_the_package_is_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A spec plus --weights DIR holding tokenizer.json: the tokenizer is asked for before any
     weight file is read, so the directory needs no safetensors for this check."""
-    from tfcli import tokenizer
-    from tfcli.analysis import generation
+    from tfcli.checkpoints import tokenizer
+    from tfcli.analysis.generate import timed as generation
 
     (tmp_path / "tokenizer.json").write_text("{}")
     monkeypatch.setattr(tokenizer, "_tokenizers_installed", lambda: False)

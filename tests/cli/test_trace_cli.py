@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from tfcli.params import total_parameters
-from tfcli.spec_io import load_spec
+from tfcli.spec.counts import total_parameters
+from tfcli.spec.load import load_spec
 
 
 def _json(invoke, *args: str) -> dict:

@@ -298,7 +298,7 @@ def degenerate_cases(work: Path) -> list[Case]:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_model
+    from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors, write_model
 
     cases = []
     for scale in (1e20, 1e25, 1e30):
@@ -582,7 +582,7 @@ def gguf_layout_cases(work: Path) -> list[Case]:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_model
+    from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors, write_model
 
     for k, how in enumerate(("overlap", "hole")):
         model = write_model(work / f"st-{how}", GPT2_CONFIG, gpt2_tensors(np.random.default_rng(0)))
@@ -637,7 +637,7 @@ def _tokenizer_dir(work: Path, name: str, tokenizer: dict[str, object]) -> Path:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from tests.test_checkpoints import GPT2_CONFIG, gpt2_tensors, write_model
+    from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors, write_model
 
     model = write_model(work / f"tok-{name}", GPT2_CONFIG, gpt2_tensors(np.random.default_rng(0)))
     base: dict[str, object] = {"version": "1.0", "truncation": None, "padding": None,

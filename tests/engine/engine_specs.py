@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tfcli.errors import SpecConsistencyError
-from tfcli.spec import Spec
+from tfcli.core.errors import SpecConsistencyError
+from tfcli.spec.model import Spec
 
 BASE = dict(name="tiny", family="decoder", vocab_size=61, max_seq_len=48, d_model=32,
             n_heads=4, d_ff=48, n_layers=2)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfcli.analysis.trace import build_trace
-from tfcli.analysis.trace_check import execute_check
+from tfcli.analysis.trace.build import build_trace
+from tfcli.analysis.trace.check import execute_check
 from tfcli.engine.attention import attention
 from tfcli.engine.ffn import ffn
 from tfcli.engine.generate import GenerationRequest, generate
@@ -23,9 +23,9 @@ from tfcli.engine.init import init_weights
 from tfcli.engine.inputs import StackInput
 from tfcli.engine.model import block_forward, forward, output_logits
 from tfcli.engine.weights import NormWeights, count_parameters
-from tfcli.errors import SpecConsistencyError
-from tfcli.params import components, total_parameters
-from tfcli.spec import Spec
+from tfcli.core.errors import SpecConsistencyError
+from tfcli.spec.counts import components, total_parameters
+from tfcli.spec.model import Spec
 
 BASE = dict(name="wiring", family="decoder", vocab_size=40, max_seq_len=32, d_model=16,
             n_heads=4, n_kv_heads=2, d_ff=24, n_layers=2, positions="rope",

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from tests.engine.engine_specs import make_spec
-from tfcli.params import kv_cache_bytes
+from tfcli.spec.counts import kv_cache_bytes
 from tfcli.engine.cache import KVCache
-from tfcli.errors import BadInputError
-from tfcli.spec_io import load_spec
+from tfcli.core.errors import BadInputError
+from tfcli.spec.load import load_spec
 
 
 @pytest.mark.parametrize("spec", [

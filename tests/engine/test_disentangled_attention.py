@@ -17,7 +17,7 @@ from tfcli.engine.disentangled_attention import disentangled_attention, log_buck
 from tfcli.engine.init import init_weights
 from tfcli.engine.inputs import StackInput
 from tfcli.engine.weights import AttentionWeights
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 T = 13  # past the 8 buckets' exact offsets (|r| <= 4) and the 20 positions they reach
 

@@ -14,7 +14,7 @@ from tests.tolerance import assert_close
 from tfcli.engine.init import init_weights
 from tfcli.engine.model import ModelInput, embed, forward
 from tfcli.engine.weights import count_parameters
-from tfcli.params import total_parameters
+from tfcli.spec.counts import total_parameters
 
 RNG = np.random.default_rng(3)
 TOKENS = RNG.integers(0, 61, size=(2, 7))

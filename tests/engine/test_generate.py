@@ -17,7 +17,7 @@ from tfcli.engine.generate import Batch, GenerationRequest, decode_step, encode,
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.sampling import SamplingConfig, sample, top_k_filter, top_p_filter
 from tfcli.engine.init import init_weights
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 PROMPTS = [[5, 17, 3, 40, 22, 9, 1], [33, 8], [2, 60, 14, 7]]
 N_NEW = 10

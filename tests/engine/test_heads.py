@@ -10,8 +10,8 @@ from tfcli.engine.heads import last_real_token
 from tfcli.engine.init import init_weights
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.weights import count_parameters
-from tfcli.params import total_parameters
-from tfcli.spec import Spec
+from tfcli.spec.counts import total_parameters
+from tfcli.spec.model import Spec
 
 BASE = {"name": "t", "vocab_size": 40, "max_seq_len": 16, "d_model": 16, "n_heads": 2,
         "d_ff": 32, "n_layers": 2}
@@ -96,7 +96,7 @@ def test_the_pooler_applies_its_activation_to_the_first_token(act: str, fn) -> N
 
 
 def test_pooler_activation_needs_a_pooler() -> None:
-    from tfcli.errors import SpecConsistencyError
+    from tfcli.core.errors import SpecConsistencyError
     with pytest.raises(SpecConsistencyError, match="pooler_activation"):
         Spec.model_validate(BASE | {"family": "encoder", "pooler_activation": "relu"})
 
@@ -116,7 +116,7 @@ def test_classifier_dense_runs_before_the_classifier_on_every_token() -> None:
 
 
 def test_classifier_dense_needs_a_classifier() -> None:
-    from tfcli.errors import SpecConsistencyError
+    from tfcli.core.errors import SpecConsistencyError
     with pytest.raises(SpecConsistencyError, match="classifier_dense"):
         Spec.model_validate(BASE | {"family": "encoder", "head": "masked_lm",
                                     "classifier_dense": True})

@@ -13,7 +13,7 @@ from tfcli.engine import init as init_module
 from tfcli.engine.init import Initializer, init_weights
 from tfcli.engine.layout import arrange_weights
 from tfcli.engine.weights import NormWeights, Weights, count_parameters, iter_arrays, named_arrays
-from tfcli.params import total_parameters
+from tfcli.spec.counts import total_parameters
 
 
 def _plain(spec, seed: int, dtype) -> Weights:

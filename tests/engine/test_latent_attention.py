@@ -20,7 +20,7 @@ from tfcli.engine.init import init_weights
 from tfcli.engine.latent_attention import latent_attention
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.positions import rope_tables
-from tfcli.params import kv_cache_bytes
+from tfcli.spec.counts import kv_cache_bytes
 
 T = 7
 

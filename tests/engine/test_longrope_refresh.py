@@ -7,7 +7,7 @@ import numpy as np
 
 from tfcli.engine.generate import UNBATCHED, Batch, GenerationRequest, generate, rope_refresh_slot
 from tfcli.engine.init import init_weights
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 LONGROPE = {"type": "longrope", "factor": 4.0, "original_max_seq_len": 8,
             "short_factor": [1.0, 1.5], "long_factor": [2.0, 4.0]}

@@ -10,7 +10,7 @@ from tests.engine.engine_specs import BASE, VARIANTS, make_spec
 from tests.tolerance import assert_close
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.init import init_weights
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 RNG = np.random.default_rng(0)
 TOKENS = RNG.integers(0, 61, size=(3, 9))

@@ -14,8 +14,8 @@ from tests.engine.engine_specs import make_spec
 from tfcli.engine.ffn import moe_ffn, route
 from tfcli.engine.init import init_weights
 from tfcli.engine.weights import FFNWeights, MoEWeights
-from tfcli.errors import SpecConsistencyError
-from tfcli.params import components, inactive_expert_parameters, total_parameters
+from tfcli.core.errors import SpecConsistencyError
+from tfcli.spec.counts import components, inactive_expert_parameters, total_parameters
 
 TIGHT = {"rtol": 1e-12, "atol": 1e-13}
 

@@ -19,7 +19,7 @@ from tfcli.engine.attention import attention
 from tfcli.engine.init import init_weights
 from tfcli.engine.inputs import StackInput
 from tfcli.engine.positions import apply_rope, rope_tables
-from tfcli.spec_rope import RopeScaling
+from tfcli.spec.rope import RopeScaling
 
 F64 = np.dtype(np.float64)
 
@@ -174,9 +174,9 @@ def test_cached_decoding_equals_a_full_forward(pairing: str) -> None:
 
 
 def test_counts_and_trace_are_those_of_plain_rope() -> None:
-    from tfcli.analysis.trace import build_trace, convention_text
-    from tfcli.analysis.trace_check import execute_check
-    from tfcli.params import total_parameters
+    from tfcli.analysis.trace.build import build_trace, convention_text
+    from tfcli.analysis.trace.check import execute_check
+    from tfcli.spec.counts import total_parameters
 
     spec = _rotary_spec()
     plain = spec.replace(rotary_dim=None, rope_pairing="half")

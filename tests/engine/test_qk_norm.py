@@ -11,7 +11,7 @@ from tfcli.engine.attention import attention
 from tfcli.engine.init import init_weights
 from tfcli.engine.inputs import StackInput
 from tfcli.engine.positions import apply_rope, rope_tables
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 SPEC = Spec(name="qk", family="decoder", vocab_size=16, max_seq_len=16, d_model=32, n_heads=4,
             n_kv_heads=2, d_head=8, d_ff=64, n_layers=1, activation="swiglu", norm="rmsnorm",
@@ -74,10 +74,10 @@ def test_qk_norm_matches_the_float64_formula(kind: str, widths: tuple[int, int])
 
 @pytest.mark.parametrize("kind", ["per_head", "full"])
 def test_counts_allocations_and_trace_rows_agree(kind: str) -> None:
-    from tfcli.analysis.trace import build_trace
-    from tfcli.analysis.trace_check import execute_check
+    from tfcli.analysis.trace.build import build_trace
+    from tfcli.analysis.trace.check import execute_check
     from tfcli.engine.weights import count_parameters
-    from tfcli.params import total_parameters
+    from tfcli.spec.counts import total_parameters
 
     spec = SPEC.replace(qk_norm=kind, n_layers=2)
     q_width, k_width = spec.qk_norm_widths

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from tfcli.engine.positions import rope_tables
-from tfcli.errors import SpecConsistencyError
-from tfcli.spec import Spec
-from tfcli.spec_rope import RopeScaling
+from tfcli.core.errors import SpecConsistencyError
+from tfcli.spec.model import Spec
+from tfcli.spec.rope import RopeScaling
 
 # imported, not importorskip'd: the test extra installs both, and a missing one must fail CI
 import transformers  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 from tests.engine.engine_specs import BASE, VARIANTS, make_spec
 from tests.tolerance import assert_close
 
-from tfcli.params import components, total_parameters
+from tfcli.spec.counts import components, total_parameters
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.init import init_weights
 from tfcli.engine.layout import arrange_weights, fuse_columns, fused_array, fused_projection

@@ -1,4 +1,4 @@
-"""init_weights allocates exactly the parameters tfcli.params counts."""
+"""init_weights allocates exactly the parameters tfcli.spec.counts counts."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from tests.engine.engine_specs import VARIANTS, make_spec
 
-from tfcli.params import total_parameters
+from tfcli.spec.counts import total_parameters
 from tfcli.engine.init import init_weights
 from tfcli.engine.weights import count_parameters
-from tfcli.spec_io import load_spec
+from tfcli.spec.load import load_spec
 
 BUNDLED_SMALL = ["lesson-tiny", "t5-small", "transformer-base", "bert-base", "gpt2"]
 

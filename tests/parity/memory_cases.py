@@ -16,10 +16,10 @@ import torch
 import transformers as tf
 
 from tests.parity.torch_memory import forward_peak, saved_bytes
-from tfcli.analysis.activations import Workload, inference_peak
-from tfcli.analysis.saved_activations import saved_activations
+from tfcli.analysis.memory.activations import Workload, inference_peak
+from tfcli.analysis.memory.saved import saved_activations
 from tfcli.checkpoints import spec_from_config_dir
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 VOCAB = 200
 SIZES = [(2, 64), (1, 256)]

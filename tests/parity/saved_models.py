@@ -40,7 +40,7 @@ def assert_counts_match(model: PreTrainedModel, path: Path) -> None:
     from tfcli.analysis.stored import stored_for
     from tfcli.checkpoints import load_weights, spec_from_config_dir
     from tfcli.engine.weights import count_parameters
-    from tfcli.params import total_parameters
+    from tfcli.spec.counts import total_parameters
 
     spec = spec_from_config_dir(path)
     hf_total = sum(p.numel() for p in model.parameters())

@@ -205,7 +205,7 @@ def test_the_multi_token_prediction_layer_is_ignored_and_said_to_be(tmp_path: Pa
 def test_a_v2_checkpoint_with_a_layer_past_its_last_is_refused(tmp_path: Path) -> None:
     """DeepSeek-V2 has no multi-token-prediction layer: transformers ignores nothing there,
     and tfcli names the stray tensors."""
-    from tfcli.errors import BadInputError
+    from tfcli.core.errors import BadInputError
 
     save_random(_v2_greedy, tmp_path)
     _add_mtp_layer(tmp_path)

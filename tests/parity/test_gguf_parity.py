@@ -98,7 +98,7 @@ def test_count_equals_transformers(loaded: Loaded) -> None:
 
 
 def test_tokenizer_ids_and_text_equal_transformers(loaded: Loaded) -> None:
-    from tfcli.checkpoints.gguf_tokenizer import gguf_tokenizer
+    from tfcli.checkpoints.gguf.tokenizer import gguf_tokenizer
 
     ours = gguf_tokenizer(str(loaded.path))
     for text in (loaded.case.prompt, *loaded.case.texts):
@@ -109,8 +109,8 @@ def test_tokenizer_ids_and_text_equal_transformers(loaded: Loaded) -> None:
 
 
 def test_logits_match_transformers(loaded: Loaded) -> None:
-    from tfcli.checkpoints.gguf_spec import spec_from_gguf_file
-    from tfcli.checkpoints.gguf_weights import load_gguf_weights
+    from tfcli.checkpoints.gguf.spec import spec_from_gguf_file
+    from tfcli.checkpoints.gguf.weights import load_gguf_weights
     from tfcli.engine.model import forward
 
     ids = np.array([loaded.tokenizer(loaded.case.texts[-1]).input_ids])

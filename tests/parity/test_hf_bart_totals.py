@@ -12,9 +12,9 @@ import pytest
 
 from tests.parity.meta_totals import hf_total
 from tfcli.checkpoints import spec_from_config
-from tfcli.params import components, total_parameters
-from tfcli.spec import Spec
-from tfcli.spec_io import load_spec
+from tfcli.spec.counts import components, total_parameters
+from tfcli.spec.model import Spec
+from tfcli.spec.load import load_spec
 
 IDENTITY = ("name", "description", "source")
 BART_BASE_TOTAL = 139_420_416

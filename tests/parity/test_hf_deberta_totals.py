@@ -20,8 +20,8 @@ from tests.parity.encoder_configs import (
 from tests.parity.meta_totals import hf_total
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.heads import ARCHITECTURES
-from tfcli.params import components, total_parameters
-from tfcli.spec_io import load_spec, parse_spec_text
+from tfcli.spec.counts import components, total_parameters
+from tfcli.spec.load import load_spec, parse_spec_text
 
 CONFIGS = {"deberta-v3-base": DEBERTA_V3_BASE, "deberta-v3-large": DEBERTA_V3_LARGE,
            "deberta-v3-small": DEBERTA_V3_SMALL, "deberta-v3-xsmall": DEBERTA_V3_XSMALL}

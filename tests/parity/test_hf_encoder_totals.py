@@ -16,9 +16,9 @@ from tests.parity.encoder_configs import (
 )
 from tests.parity.meta_totals import hf_total
 from tfcli.checkpoints import spec_from_config
-from tfcli.params import components, total_parameters
-from tfcli.spec import Spec
-from tfcli.spec_io import load_spec
+from tfcli.spec.counts import components, total_parameters
+from tfcli.spec.model import Spec
+from tfcli.spec.load import load_spec
 
 CASES = {  # (config, class) -> transformers' and tfcli's total
     "distilbert-base-uncased": (DISTILBERT_BASE_UNCASED, "DistilBertModel", 66_362_880),

@@ -18,8 +18,8 @@ from tests.parity.meta_totals import hf_total
 from tfcli.analysis.params_report import build_params_report
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.export import spec_to_yaml
-from tfcli.params import components, kv_cache_bytes, total_parameters
-from tfcli.spec_io import load_spec
+from tfcli.spec.counts import components, kv_cache_bytes, total_parameters
+from tfcli.spec.load import load_spec
 
 IDENTITY = ("name", "description", "source")
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.parity.meta_totals import hf_total
 from tfcli.checkpoints import spec_from_config
-from tfcli.params import components, total_parameters
+from tfcli.spec.counts import components, total_parameters
 
 # meta-llama/Meta-Llama-3-8B config.json
 LLAMA_3_8B = {

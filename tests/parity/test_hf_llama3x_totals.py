@@ -11,10 +11,10 @@ import transformers  # noqa: E402
 
 from tfcli.checkpoints import spec_from_config  # noqa: E402
 from tfcli.checkpoints.export import spec_to_yaml  # noqa: E402
-from tfcli.errors import BadInputError  # noqa: E402
-from tfcli.params import total_parameters  # noqa: E402
-from tfcli.spec import Spec  # noqa: E402
-from tfcli.spec_io import load_spec, parse_spec_text  # noqa: E402
+from tfcli.core.errors import BadInputError  # noqa: E402
+from tfcli.spec.counts import total_parameters  # noqa: E402
+from tfcli.spec.model import Spec  # noqa: E402
+from tfcli.spec.load import load_spec, parse_spec_text  # noqa: E402
 
 ROPE_31 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
            "original_max_position_embeddings": 8192}

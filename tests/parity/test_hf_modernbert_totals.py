@@ -11,8 +11,8 @@ from tests.parity.encoder_configs import MODERNBERT_BASE, MODERNBERT_LARGE
 from tests.parity.meta_totals import hf_total
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.export import spec_to_yaml
-from tfcli.params import total_parameters
-from tfcli.spec_io import load_spec, parse_spec_text
+from tfcli.spec.counts import total_parameters
+from tfcli.spec.load import load_spec, parse_spec_text
 
 # (config, class) -> the total transformers counts (2 labels for the classifiers, the default)
 CASES = {

@@ -29,10 +29,10 @@ from transformers import (
     T5ForConditionalGeneration,
 )
 
-from tfcli.params import total_parameters
+from tfcli.spec.counts import total_parameters
 from tfcli.checkpoints import spec_from_config
-from tfcli.spec import Spec
-from tfcli.spec_io import load_spec
+from tfcli.spec.model import Spec
+from tfcli.spec.load import load_spec
 
 IDENTITY = ("name", "description", "source")
 

@@ -16,8 +16,8 @@ import pytest
 from tests.parity.meta_totals import hf_total
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.export import spec_to_yaml
-from tfcli.params import components, total_parameters
-from tfcli.spec_io import load_spec
+from tfcli.spec.counts import components, total_parameters
+from tfcli.spec.load import load_spec
 
 IDENTITY = ("name", "description", "source")
 
@@ -130,7 +130,7 @@ REFUSED = [  # (config changes, text the message names)
 
 @pytest.mark.parametrize(("changes", "named"), REFUSED)
 def test_unmodelled_keys_are_refused_by_name(changes: dict, named: str) -> None:
-    from tfcli.errors import BadInputError
+    from tfcli.core.errors import BadInputError
 
     base = {"model_type": changes["model_type"], "hidden_size": 64, "num_attention_heads": 4,
             "num_hidden_layers": 1, "intermediate_size": 32, "vocab_size": 20,

@@ -16,9 +16,9 @@ from pathlib import Path
 from tests.parity.meta_totals import hf_total
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.export import spec_to_yaml
-from tfcli.errors import BadInputError
-from tfcli.params import components, total_parameters
-from tfcli.spec_io import load_spec
+from tfcli.core.errors import BadInputError
+from tfcli.spec.counts import components, total_parameters
+from tfcli.spec.load import load_spec
 
 IDENTITY = ("name", "description", "source")
 

@@ -19,12 +19,12 @@ from tests.parity.memory_cases import (SIZES, VOCAB, Run, bfloat16_copy, checkpo
                                        peak_pair, random_model, saved_pair, saved_spec, within)
 from tests.parity.memory_cases import ids as _ids  # other test files import these from here
 from tests.parity.torch_memory import LiveStorages, saved_bytes, storage_key
-from tfcli.analysis.activations import FUSED_MODULES, Workload, inference_peak
-from tfcli.analysis.memory_plan import (MemoryOptions, build_memory_plan, optimizer_bytes,
+from tfcli.analysis.memory.activations import FUSED_MODULES, Workload, inference_peak
+from tfcli.analysis.memory.plan import (MemoryOptions, build_memory_plan, optimizer_bytes,
                                         step_scratch_bytes)
-from tfcli.analysis.saved_activations import saved_activations
-from tfcli.analysis.saved_lora import lora_saved_activations
-from tfcli.spec import Spec
+from tfcli.analysis.memory.saved import saved_activations
+from tfcli.analysis.memory.saved_lora import lora_saved_activations
+from tfcli.spec.model import Spec
 
 MODELS: dict[str, Callable[[], tf.PreTrainedModel]] = {
     "gpt2": lambda: tf.GPT2LMHeadModel(tf.GPT2Config(

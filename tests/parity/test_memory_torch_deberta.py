@@ -15,11 +15,11 @@ import transformers as tf
 
 from tests.parity.memory_cases import (SIZES, VOCAB, checkpointing, peak_pair, random_models,
                                        saved_pair, within)
-from tfcli.analysis.activations import Workload, inference_peak
-from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
-from tfcli.analysis.saved_activations import saved_activations
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
+from tfcli.analysis.memory.activations import Workload, inference_peak
+from tfcli.analysis.memory.plan import MemoryOptions, build_memory_plan
+from tfcli.analysis.memory.saved import saved_activations
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
 
 
 def _deberta(**changes: object) -> Callable[[], tf.PreTrainedModel]:

@@ -21,10 +21,10 @@ import transformers as tf
 from tests.parity.memory_cases import (SIZES, VOCAB, bfloat16_copy, checkpointing, lm_loss,
                                        peak_pair, random_models, saved_pair, within)
 from tests.parity.memory_cases import ids as _ids
-from tfcli.analysis.activations import Workload, inference_peak
-from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
+from tfcli.analysis.memory.activations import Workload, inference_peak
+from tfcli.analysis.memory.plan import MemoryOptions, build_memory_plan
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
 
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
          "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": VOCAB,

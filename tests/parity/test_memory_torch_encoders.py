@@ -17,10 +17,10 @@ import transformers as tf
 
 from tests.parity.memory_cases import (VOCAB, Run, bfloat16_copy, checkpointing, hidden_loss,
                                        peak_pair, random_models, saved_pair, within)
-from tfcli.analysis.activations import Workload
-from tfcli.analysis.saved_activations import saved_activations
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
+from tfcli.analysis.memory.activations import Workload
+from tfcli.analysis.memory.saved import saved_activations
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
 
 BERT_SIZES = dict(hidden_size=64, num_attention_heads=4, num_hidden_layers=2,
                   intermediate_size=128, vocab_size=VOCAB, hidden_dropout_prob=0.0,

@@ -1,5 +1,5 @@
 """tfcli memory against what torch really holds, on small random FalconForCausalLM models: its
-own attention module (tfcli/analysis/falcon_memory.py, `--fused falcon_qkv`), in the three
+own attention module (tfcli/analysis/memory/falcon.py, `--fused falcon_qkv`), in the three
 query_key_value layouts: Falcon-7B's multi-query with parallel attention, Falcon-40B / 180B's
 new_decoder_architecture (grouped, 2 key/value heads, two norms), and the old per-head layout
 with sequential blocks. The inference peak (live tensor storages) within 15%, the bytes
@@ -24,10 +24,10 @@ from tests.parity.memory_cases import (SIZES, VOCAB, checkpointing, ids, lm_loss
                                        saved_pair, saved_spec, within)
 from tests.parity.test_memory_torch import _fused
 from tests.parity.torch_memory import forward_peak
-from tfcli.analysis.activations import FUSED_MODULES, Workload, check_fused, inference_peak
-from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
+from tfcli.analysis.memory.activations import FUSED_MODULES, Workload, check_fused, inference_peak
+from tfcli.analysis.memory.plan import MemoryOptions, build_memory_plan
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
 
 LAYOUTS: dict[str, dict[str, object]] = {
     "falcon-7b": {"multi_query": True, "parallel_attn": True},

@@ -1,4 +1,4 @@
-"""tfcli memory's ModernBERT figures (tfcli/analysis/modernbert_memory.py) against what torch
+"""tfcli memory's ModernBERT figures (tfcli/analysis/memory/modernbert.py) against what torch
 really holds in small random ModernBertModel / ModernBertForMaskedLM instances: global and
 local (sliding-window) layers at a length that materialises the local mask, eager and sdpa.
 The inference peak (live tensor storages, op by op) within 15% and the bytes autograd saves
@@ -17,10 +17,10 @@ import transformers as tf
 
 from tests.parity.memory_cases import (bfloat16_copy, checkpointing, hidden_loss, ids, peak_pair,
                                        random_models, saved_pair, saved_spec, within)
-from tfcli.analysis.activations import Workload, inference_peak
-from tfcli.analysis.saved_activations import saved_activations
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
+from tfcli.analysis.memory.activations import Workload, inference_peak
+from tfcli.analysis.memory.saved import saved_activations
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
 
 SIZE = (2, 64)  # seq_len 64 reaches local_attention // 2: the local mask is built
 

@@ -1,5 +1,5 @@
 """tfcli memory against what torch really holds, on small random GPT-J, Phi, StableLM and OLMo 2
-models (tfcli/analysis/rope_layouts.py): partial rotary through separate q/k projections
+models (tfcli/analysis/memory/rope_layouts.py): partial rotary through separate q/k projections
 (GPT-J interleaved, Phi and StableLM half-split), StableLM's sequential layer, OLMo 2's
 whole-projection q/k norms, float32 RoPE and post-sublayer norms. The inference peak (live
 tensor storages) within 15%, the bytes autograd saves within 10%, eager and sdpa, with gradient
@@ -19,8 +19,8 @@ import transformers as tf
 
 from tests.parity.memory_cases import (VOCAB, checkpointing, lm_loss, peak_pair, random_models,
                                        saved_pair, within)
-from tfcli.analysis.activations import Workload
-from tfcli.spec import Spec
+from tfcli.analysis.memory.activations import Workload
+from tfcli.spec.model import Spec
 
 SMALL = {"num_hidden_layers": 2, "vocab_size": VOCAB, "max_position_embeddings": 512,
          "bos_token_id": 0, "eos_token_id": 0}

@@ -18,10 +18,10 @@ import transformers as tf
 from tests.parity.memory_cases import (SIZES, VOCAB, checkpointing, hidden_loss, ids, lm_loss,
                                        peak_pair, random_model, within)
 from tests.parity.torch_memory import saved_bytes
-from tfcli.analysis.activations import Workload, inference_peak
-from tfcli.analysis.saved_activations import saved_activations
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
+from tfcli.analysis.memory.activations import Workload, inference_peak
+from tfcli.analysis.memory.saved import saved_activations
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
 
 T5_SIZES = dict(d_model=64, d_kv=16, num_heads=4, num_layers=2, num_decoder_layers=2, d_ff=128,
                 vocab_size=VOCAB, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)

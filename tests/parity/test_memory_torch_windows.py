@@ -1,5 +1,5 @@
 """tfcli memory against what torch holds for the sliding-window and soft-capped decoders
-(tfcli/analysis/window_memory.py): Mistral with a window shorter than the sequence, Gemma 2
+(tfcli/analysis/memory/window.py): Mistral with a window shorter than the sequence, Gemma 2
 (local / global layers, sandwich norms, attention and final logit soft-capping; transformers has
 no sdpa for it, so sdpa is planned, and here measured, as eager), Gemma 3 text (five local layers
 to one global, two RoPE bases, per-head q/k norms) and Qwen3 dense (per-head q/k norms, no
@@ -20,11 +20,11 @@ from tests.parity.memory_cases import (VOCAB, checkpointing, ids, lm_loss, peak_
                                        random_model, saved_pair, within)
 from tests.parity.test_memory_torch import _with_lora
 from tests.parity.torch_memory import saved_bytes
-from tfcli.analysis.activations import Workload, inference_peak
-from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
-from tfcli.analysis.saved_activations import saved_activations
-from tfcli.analysis.saved_lora import lora_saved_activations
-from tfcli.spec import Spec
+from tfcli.analysis.memory.activations import Workload, inference_peak
+from tfcli.analysis.memory.plan import MemoryOptions, build_memory_plan
+from tfcli.analysis.memory.saved import saved_activations
+from tfcli.analysis.memory.saved_lora import lora_saved_activations
+from tfcli.spec.model import Spec
 
 BASE = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=2,
             intermediate_size=128, vocab_size=VOCAB, max_position_embeddings=512)

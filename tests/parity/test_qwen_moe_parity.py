@@ -27,7 +27,7 @@ from tests.parity.saved_models import assert_check_cache, assert_trace_execute, 
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.weights import MoEWeights, count_parameters
-from tfcli.params import total_parameters
+from tfcli.spec.counts import total_parameters
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,

@@ -21,7 +21,7 @@ import torch
 from transformers import BertModel, BertTokenizerFast
 
 from tfcli.analysis.model_source import load_model
-from tfcli.analysis.run import build_inputs, run_forward
+from tfcli.analysis.run.forward import build_inputs, run_forward
 
 TEXTS = ["The cat sits outside", "A man is playing guitar on the stage, loudly and badly."]
 LONG_TEXT = "the cat sat on the mat " * 40  # 242 ids with [CLS]/[SEP], over the tokenizer's 128
@@ -103,7 +103,7 @@ def test_truncate_cuts_to_128_keeping_the_special_tokens_and_says_so(
 
 def test_without_the_tokenizers_package_the_text_is_refused_not_read_as_bytes(
         minilm_dir: Path, invoke: Callable[..., object], monkeypatch: pytest.MonkeyPatch) -> None:
-    from tfcli import tokenizer
+    from tfcli.checkpoints import tokenizer
 
     monkeypatch.setattr(tokenizer, "_tokenizers_installed", lambda: False)
     result = invoke("run", str(minilm_dir), "--text", "The cat sits outside")

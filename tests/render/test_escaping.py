@@ -19,12 +19,12 @@ from rich.text import Text
 
 from tests.conftest import VALID_SPEC
 from tfcli.analysis.catalog import Catalog, CatalogEntry
-from tfcli.errors import TfcliError
+from tfcli.core.errors import TfcliError
 from tfcli.render.catalog import render_catalog
 from tfcli.render.safe import PROSE, SafeConsole, escape_user, for_matplotlib, plain, visible
 from tfcli.render.tables import FitTable
-from tfcli.spec_io import load_spec
-from tfcli.tokenizer import ByteTokenizer
+from tfcli.spec.load import load_spec
+from tfcli.checkpoints.tokenizer import ByteTokenizer
 
 MARKUP = ["[/]", "[bold]x[/bold]", "[link=http://e.x]y[/link]", "[blink]z", "[/INST]", ":thumbs_up:"]
 CONTROL = ["\x1b[31mred", "bell\x07", "rtl\u202eevil", "c1\x9b2J", "cr\rx", "nul\x00", "tab\tx"]
@@ -141,7 +141,7 @@ COMMANDS = {
 @pytest.mark.parametrize("name", NAMES)
 def test_every_command_shows_a_hostile_spec_name_literally(runner, tmp_path: Path, command: str,
                                                            name: str) -> None:
-    from tfcli.cli import app
+    from tfcli.cli.app import app
 
     path = hostile_spec(tmp_path, name)
     args = COMMANDS[command]
@@ -157,7 +157,7 @@ def test_every_command_shows_a_hostile_spec_name_literally(runner, tmp_path: Pat
 
 @pytest.mark.parametrize("name", NAMES)
 def test_validate_shows_a_hostile_path_and_error_literally(runner, tmp_path: Path, name: str) -> None:
-    from tfcli.cli import app
+    from tfcli.cli.app import app
 
     good = tmp_path / f"{name.replace('/', '_').replace(chr(0), '_')}.yaml"
     good.write_text(VALID_SPEC)
@@ -172,7 +172,7 @@ def test_validate_shows_a_hostile_path_and_error_literally(runner, tmp_path: Pat
 @pytest.mark.parametrize("token", ["[/INST]", "[link=http://e.x]y[/link]", "\x1b[31m", "\x07", "\u202e"])
 def test_run_top5_tokens_like_inst_are_shown_literally(runner, monkeypatch, token: str) -> None:
     """A Mistral-style vocabulary has "[/INST]": as a top-5 token it used to crash the table."""
-    from tfcli.cli import app
+    from tfcli.cli.app import app
 
     monkeypatch.setattr(ByteTokenizer, "token_text", lambda self, t: token)
     result = runner.invoke(app, ["run", "lesson-tiny", "--text", "Hi"], env=WIDE)
@@ -185,7 +185,7 @@ def test_run_top5_tokens_like_inst_are_shown_literally(runner, monkeypatch, toke
 def test_generated_text_cannot_drive_the_terminal(runner, monkeypatch) -> None:
     """A random model over bytes generates ESC and BEL; the stream and the result show them
     escaped (line breaks stay: generated prose may have them)."""
-    from tfcli.cli import app
+    from tfcli.cli.app import app
 
     monkeypatch.setattr(ByteTokenizer, "decode", lambda self, ids: "[/]\x1b[2J\x07line\nnext")
     result = runner.invoke(app, ["generate", "lesson-tiny", "--text", "Hi", "--max-new-tokens", "3"],
@@ -200,7 +200,7 @@ def test_png_title_with_dollar_signs(tmp_path: Path) -> None:
     """A spec name is not matplotlib mathtext: "$\\frac{x$" used to raise at savefig."""
     from typer.testing import CliRunner
 
-    from tfcli.cli import app
+    from tfcli.cli.app import app
 
     path = hostile_spec(tmp_path, "$\\frac{x$")
     target = tmp_path / "sweep.png"

@@ -17,7 +17,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from typer.testing import CliRunner
 
-from tfcli.cli import app
+from tfcli.cli.app import app
 from tfcli.render.tables import FitTable
 
 WIDTHS = (40, 60, 80)
@@ -142,7 +142,7 @@ def test_depth_sweep(width: int) -> None:
 
 
 def test_import_config_is_yaml_whatever_the_width(tmp_path: Path) -> None:
-    from tests.test_checkpoints import GPT2_CONFIG
+    from tests.checkpoints.test_configs import GPT2_CONFIG
 
     (tmp_path / "config.json").write_text(json.dumps(GPT2_CONFIG))
     wide = invoke(["import-config", str(tmp_path)], 200)

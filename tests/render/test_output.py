@@ -85,7 +85,7 @@ class _FullDisk:
 
 @pytest.mark.parametrize("fmt", [OutputFormat.json, OutputFormat.csv])
 def test_a_full_stdout_is_one_output_error(fmt: OutputFormat, monkeypatch) -> None:
-    from tfcli.errors import EXIT_OUTPUT_FAILED, OutputError
+    from tfcli.core.errors import EXIT_OUTPUT_FAILED, OutputError
 
     class Rows(_Result):
         def csv_rows(self) -> tuple[list[str], list[list[object]]]:

@@ -1,5 +1,5 @@
 """Issue 28.4: matplotlib failing at use time (a broken install, a font or backend error inside
-savefig) was an internal error (exit 70) with a half-drawn chart; through tfcli.deps it is one
+savefig) was an internal error (exit 70) with a half-drawn chart; through tfcli.core.deps it is one
 line naming the --plot file, and nothing is left at the target, on both --plot surfaces."""
 
 from __future__ import annotations

@@ -10,13 +10,13 @@ from rich.console import Console
 
 from tests.render.markdown_tables import parse_markdown
 from tfcli.analysis.sweep import sweep_axes, trace_sweep
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 from tfcli.render.markdown import result_markdown
 from tfcli.render.sweep import (
     CHART_MARKERS, chart_layout, check_png_possible, format_value, legend, render_sweep,
     sweep_chart, write_sweep_png,
 )
-from tfcli.spec_io import load_spec
+from tfcli.spec.load import load_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

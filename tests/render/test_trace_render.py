@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.console import Console, RenderableType
 
-from tfcli.analysis.trace import build_trace
-from tfcli.analysis.trace_check import ExecuteCheck, Mismatch
+from tfcli.analysis.trace.build import build_trace
+from tfcli.analysis.trace.check import ExecuteCheck, Mismatch
 from tfcli.render.trace import render_execute_check, render_trace
-from tfcli.spec_io import load_spec
+from tfcli.spec.load import load_spec
 
 
 def _text(renderable: RenderableType) -> str:

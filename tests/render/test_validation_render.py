@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tfcli.cli import app
+from tfcli.cli.app import app
 
 
 def test_each_problem_is_its_own_line(tmp_path: Path) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tfcli.errors import TfcliError
-from tfcli.params import total_parameters
-from tfcli.spec import Spec
-from tfcli.spec_io import bundled_spec_names, load_spec
+from tfcli.core.errors import TfcliError
+from tfcli.spec.counts import total_parameters
+from tfcli.spec.model import Spec
+from tfcli.spec.load import bundled_spec_names, load_spec
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfcli.analysis.params_report import ParamsReport, build_params_report
-from tfcli.analysis.trace import build_trace
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
+from tfcli.analysis.trace.build import build_trace
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
 
 ARCHITECTURE, PARAMETERS, TOTALS, FLOPS, KV_CACHE, MEMORY, INFERENCE = (
     "architecture", "parameters", "totals", "FLOPs per token", "KV cache", "weights memory",
@@ -149,7 +149,7 @@ def _inference_rows(a: Spec, b: Spec, seq_len: int, batch: int,
                     kv_dtype: str) -> tuple[list[DiffRow], list[str]]:
     """`tfcli memory`'s inference plan of each (bfloat16 weights, sdpa attention, the KV cache
     in kv_dtype), part by part; none, and a note why, where it does not model one of them."""
-    from tfcli.analysis.memory_plan import MemoryOptions, build_memory_plan
+    from tfcli.analysis.memory.plan import MemoryOptions, build_memory_plan
 
     options = MemoryOptions(batch=batch, seq_len=seq_len, kv_dtype=kv_dtype)
     try:

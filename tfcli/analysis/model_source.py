@@ -8,14 +8,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfcli.checkpoints.gguf_file import is_gguf
-from tfcli.analysis.memory import MemoryEstimate, check_fits, weights_estimate
-from tfcli.dtypes import ENGINE_DTYPES, check_dtype
+from tfcli.checkpoints.gguf.file import is_gguf
+from tfcli.analysis.allocation import MemoryEstimate, check_fits, weights_estimate
+from tfcli.core.dtypes import ENGINE_DTYPES, check_dtype
 from tfcli.engine.init import init_weights
 from tfcli.engine.weights import Weights
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
-from tfcli.spec_io import hub_ref, is_model_dir, load_spec
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
+from tfcli.spec.load import hub_ref, is_model_dir, load_spec
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ def load_model(spec_arg: str, *, weights_dir: str | None = None, layers: int | N
     gguf_file = weights_dir if weights_dir is not None and is_gguf(weights_dir) else \
         spec_arg if checkpoint is None and weights_dir is None and is_gguf(spec_arg) else None
     if gguf_file is not None:  # the SPEC itself, or --weights FILE.gguf for a spec
-        from tfcli.checkpoints.gguf_weights import load_gguf_weights  # gguf only when asked
+        from tfcli.checkpoints.gguf.weights import load_gguf_weights  # gguf only when asked
 
         weights = load_gguf_weights(gguf_file, spec, np_dtype, truncated=layers is not None)
         return Model(spec, weights, dtype, gguf_file, gguf_file)  # its tokenizer is inside

@@ -7,15 +7,15 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, NamedTuple
 
 from tfcli.checkpoints.stored import StoredWeights
-from tfcli.dtypes import DTYPE_BYTES, WEIGHT_DTYPES
-from tfcli.errors import BadInputError, shown
-from tfcli.params import (
+from tfcli.core.dtypes import DTYPE_BYTES, WEIGHT_DTYPES
+from tfcli.core.errors import BadInputError, shown
+from tfcli.spec.counts import (
     ATTENTION, EMBEDDING, FFN, HEAD,
     Component, block_indices, components, expanded_kv_values_per_layer_token, inactive_expert_parameters,
     kv_cache_bytes, kv_cache_bytes_per_token, kv_cache_window_bytes, kv_values_per_layer_token,
 )
-from tfcli.shapes import shapes_text
-from tfcli.spec import Spec
+from tfcli.core.shapes import shapes_text
+from tfcli.spec.model import Spec
 
 _SUFFIXES = (".weight", ".bias", ".scale")
 MAX_COUNT = 2**40  # --seq-len / --batch: the bound trace, perf and memory set (their MAX_SIZE)
@@ -29,7 +29,7 @@ class ComponentRow:
     group: str
     shapes: tuple[tuple[int, ...], ...]  # weight shape, then bias shape when present
     # the Weights path of each of those arrays, e.g. ("decoder.blocks.*.attn.wq",
-    # "decoder.blocks.*.attn.bq"); `*`: every block (and expert), see tfcli.params.EVERY
+    # "decoder.blocks.*.attn.bq"); `*`: every block (and expert), see tfcli.spec.counts.EVERY
     paths: tuple[str, ...]
     per_block: int  # parameters in one block (block rows) or in the whole row otherwise
     blocks: int  # how many blocks repeat it (1 outside blocks; those of its kind, see `kind`)

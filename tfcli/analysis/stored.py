@@ -8,15 +8,15 @@ from pathlib import Path
 
 from tfcli.checkpoints.configs import model_type, read_config
 from tfcli.checkpoints.families import TABLES
-from tfcli.checkpoints.gguf_file import is_gguf, read_gguf
-from tfcli.checkpoints.gguf_names import GGUF_TABLES
-from tfcli.checkpoints.gguf_spec import gguf_architecture
+from tfcli.checkpoints.gguf.file import is_gguf, read_gguf
+from tfcli.checkpoints.gguf.names import GGUF_TABLES
+from tfcli.checkpoints.gguf.spec import gguf_architecture
 from tfcli.checkpoints.safetensors_header import INDEX_FILE, SINGLE_FILE, checkpoint_entries
 from tfcli.checkpoints.stored import StoredTensor, StoredWeights, stored_weights
-from tfcli.errors import BadInputError
-from tfcli.params import total_parameters
-from tfcli.spec import Spec
-from tfcli.spec_io import hub_ref, is_model_dir
+from tfcli.core.errors import BadInputError
+from tfcli.spec.counts import total_parameters
+from tfcli.spec.model import Spec
+from tfcli.spec.load import hub_ref, is_model_dir
 
 
 def _gguf(path: str, spec: Spec) -> StoredWeights:

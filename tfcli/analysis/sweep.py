@@ -3,7 +3,7 @@
 
 A sweep is a list of (point, result) pairs, each result what the command's own builder returns
 for that one point (`build_memory_plan`, `build_perf_estimate`, `build_trace`): nothing here
-estimates anything. The comma lists are parsed once, here, with tfcli.intlist (ASCII digits
+estimates anything. The comma lists are parsed once, here, with tfcli.core.intlist (ASCII digits
 only), and bounded: MAX_POINTS points in all.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from tfcli.errors import BadInputError
-from tfcli.intlist import echo, parse_int_list
+from tfcli.core.errors import BadInputError
+from tfcli.core.intlist import echo, parse_int_list
 
 R = TypeVar("R")
 Number = int | float
@@ -165,7 +165,7 @@ def run_sweep(command: str, spec_name: str, axes: SweepAxes, build: Callable[[Sw
 
 
 def trace_figures() -> tuple[Figure[Any], ...]:
-    """The analytic trace's totals at each point (tfcli.analysis.trace.TraceReport)."""
+    """The analytic trace's totals at each point (tfcli.analysis.trace.build.TraceReport)."""
     return (Figure("flops", "forward FLOPs", "FLOP", lambda r: r.total_flops),
             Figure("flops_per_token", "FLOPs / token", "FLOP", lambda r: r.flops_per_token),
             Figure("act_bytes", "op outputs", "bytes", lambda r: r.total_act_bytes))
@@ -173,7 +173,7 @@ def trace_figures() -> tuple[Figure[Any], ...]:
 
 def trace_sweep(spec: Any, axes: SweepAxes, dtype: str = "float32") -> SweepResult[Any]:
     """build_trace at every point: forward FLOPs, FLOPs per token and op-output bytes."""
-    from tfcli.analysis.trace import build_trace
+    from tfcli.analysis.trace.build import build_trace
 
     return run_sweep("trace", spec.name, axes,
                      lambda p: build_trace(spec, batch=p.batch, seq_len=p.seq_len, dtype=dtype),
@@ -184,7 +184,7 @@ def trace_sweep(spec: Any, axes: SweepAxes, dtype: str = "float32") -> SweepResu
 
 
 def perf_figures(train: bool) -> tuple[Figure[Any], ...]:
-    """A PerfEstimate's headline figures (tfcli.analysis.perf); decode's are None for a spec
+    """A PerfEstimate's headline figures (tfcli.analysis.perf.estimate); decode's are None for a spec
     without a decoder, training's only with --train."""
     def decode(read: Callable[[Any], Number]) -> Callable[[Any], Number | None]:
         return lambda e: None if e.decode is None else read(e.decode)
@@ -209,7 +209,7 @@ def perf_sweep(spec: Any, options: Any, axes: SweepAxes,
     """build_perf_estimate at every point, the other options as given."""
     from dataclasses import replace
 
-    from tfcli.analysis.perf import build_perf_estimate
+    from tfcli.analysis.perf.estimate import build_perf_estimate
 
     return run_sweep(
         "perf", spec.name, axes,
@@ -223,7 +223,7 @@ def perf_sweep(spec: Any, options: Any, axes: SweepAxes,
 
 def memory_figures(train: bool, with_gpu: bool) -> tuple[Figure[Any], ...]:
     """A MemoryReport's total, with --gpu the verdict and what is left over (negative: short
-    by that much), then its parts (tfcli.analysis.memory_fit / memory_plan); a narrow table
+    by that much), then its parts (tfcli.analysis.memory.fit / memory_plan); a narrow table
     keeps the first ones."""
     def part(name: str) -> Callable[[Any], Number]:
         return lambda r: r.plan.part(name)
@@ -247,7 +247,7 @@ def memory_sweep(spec: Any, options: Any, axes: SweepAxes, gpu: Any = None) -> S
     """build_memory_report at every point (with `gpu`: its verdict there), the rest as given."""
     from dataclasses import replace
 
-    from tfcli.analysis.memory_fit import build_memory_report
+    from tfcli.analysis.memory.fit import build_memory_report
 
     def about(report: Any) -> str:
         where = f" on {report.fit.gpu}" if report.fit is not None else ""

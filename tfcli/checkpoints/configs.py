@@ -26,10 +26,10 @@ from tfcli.checkpoints.heads import (
     Architecture,
     classes_for,
 )
-from tfcli.errors import BadInputError, SpecConsistencyError, clip
-from tfcli.files import open_regular
-from tfcli.spec import Spec
-from tfcli.spec_head import CLASSIFIERS, DEFAULT_LABELS
+from tfcli.core.errors import BadInputError, SpecConsistencyError, clip
+from tfcli.core.files import open_regular
+from tfcli.spec.model import Spec
+from tfcli.spec.head import CLASSIFIERS, DEFAULT_LABELS
 
 CONFIG_FILE = "config.json"
 MAX_CONFIG_BYTES = 16 * 2**20  # the largest real config.json files are tens of KiB
@@ -165,7 +165,7 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
 def read_bounded(file: Path, limit: int, what: str = "a config file") -> bytes:
     """At most `limit` bytes of a regular file; a FIFO, device or directory is refused before
     anything is read (/dev/zero never ends, a FIFO may never answer). O_NONBLOCK keeps open()
-    itself from waiting on a FIFO; fstat checks the file actually opened (tfcli.files)."""
+    itself from waiting on a FIFO; fstat checks the file actually opened (tfcli.core.files)."""
     with os.fdopen(open_regular(file), "rb") as f:
         try:
             data = f.read(limit + 1)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from tfcli.checkpoints.configs import config_from_bytes, read_bounded, read_config
 from tfcli.checkpoints.fields import shown
-from tfcli.checkpoints.gguf_file import is_gguf, read_gguf
-from tfcli.errors import BadInputError
+from tfcli.checkpoints.gguf.file import is_gguf, read_gguf
+from tfcli.core.errors import BadInputError
 
 GENERATION_CONFIG = "generation_config.json"
 MAX_GENERATION_CONFIG_BYTES = 2**20

@@ -6,8 +6,8 @@ from typing import Any
 
 import yaml
 
-from tfcli.errors import TfcliError
-from tfcli.spec import FIELD_NAMES, Spec
+from tfcli.core.errors import TfcliError
+from tfcli.spec.model import FIELD_NAMES, Spec
 
 ALWAYS = ("name", "family")  # written even when they equal a default
 
@@ -38,7 +38,7 @@ def _validates_to(data: dict[str, Any], spec: Spec) -> bool:
 def spec_to_yaml(spec: Spec, source: str | None = None) -> str:
     """A YAML document for `spec` holding only non-default fields, headed `# generated from ...`.
 
-    It round-trips: tfcli.spec_io.parse_spec_text(spec_to_yaml(spec)) == spec.
+    It round-trips: tfcli.spec.load.parse_spec_text(spec_to_yaml(spec)) == spec.
     """
     origin = source or spec.source or spec.name
     body = yaml.safe_dump(minimal_fields(spec), sort_keys=False, allow_unicode=True, width=100)

@@ -12,7 +12,7 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 Config = dict[str, Any]
 MAX_SHOWN = 60  # characters of a bad value quoted in a message

@@ -1,6 +1,6 @@
 """Which Hugging Face model classes (config.json `architectures`) tfcli builds, and how.
 
-A class is its family's body with one head (spec.head, tfcli/spec_head.py): the causal / seq2seq
+A class is its family's body with one head (spec.head, tfcli/spec/head.py): the causal / seq2seq
 LM head (GPT2LMHeadModel, LlamaForCausalLM), none (BertModel, LlamaModel), masked_lm
 (BertForMaskedLM), sequence_classification (LlamaForSequenceClassification's `score` on the last
 real token, BertForSequenceClassification's pooler + classifier), token_classification (a

@@ -12,7 +12,7 @@ tfcli reads that file with before the first byte is fetched. Each file is then f
 The whole operation runs under one wall-clock budget (hub_budget.py: CONFIG_BUDGET_S, plus the
 listed size at FLOOR_RATE for a checkpoint; TFCLI_HUB_TIMEOUT overrides it), Ctrl-C stops it,
 and a stopped or refused download leaves no partial file in the cache. Every call into
-huggingface_hub goes through tfcli.deps.calling; the failures known here are one line each
+huggingface_hub goes through tfcli.core.deps.calling; the failures known here are one line each
 that says what to do (`_failure`), anything else one line naming HF_ENDPOINT.
 """
 
@@ -38,8 +38,8 @@ from tfcli.checkpoints.hub_budget import (
     shown_text,
     unsafe_commit,
 )
-from tfcli.deps import calling, require
-from tfcli.errors import BadInputError, TfcliError
+from tfcli.core.deps import calling, require
+from tfcli.core.errors import BadInputError, TfcliError
 
 HUB_EXTRA = "pip install 'tfcli[hub]'"
 # owner/name as the Hub allows them, then an optional @revision (branch, tag or commit)
@@ -211,7 +211,7 @@ def _cached(ref: HubRef, weights: bool) -> Path | None:
     if not snapshot.is_dir() or not (config.exists() or config.is_symlink()):
         return None
     if not config.is_file():
-        from tfcli.spec_io import config_problem
+        from tfcli.spec.load import config_problem
 
         raise _broken(ref, root, f"{snapshot} {config_problem(snapshot)}")
     return snapshot if not weights or _has_weights(snapshot) else None
@@ -227,7 +227,7 @@ def _bounds(weights: bool) -> dict[str, int | None]:
     from tfcli.checkpoints.configs import MAX_CONFIG_BYTES
     from tfcli.checkpoints.eos import MAX_GENERATION_CONFIG_BYTES
     from tfcli.checkpoints.safetensors_header import MAX_INDEX_BYTES
-    from tfcli.tokenizer import MAX_TOKENIZER_BYTES
+    from tfcli.checkpoints.tokenizer import MAX_TOKENIZER_BYTES
 
     bounds: dict[str, int | None] = {"config.json": MAX_CONFIG_BYTES,
                                      "generation_config.json": MAX_GENERATION_CONFIG_BYTES}

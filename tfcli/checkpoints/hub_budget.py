@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 CONFIG_BUDGET_S = 30.0  # listing + config files; also the floor of a checkpoint's budget
 FLOOR_RATE = 2**20  # bytes/s: a checkpoint's budget grows by its listed size at this rate

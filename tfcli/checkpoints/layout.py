@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from tfcli.errors import shown
+from tfcli.core.errors import shown
 
 
 @dataclass(frozen=True)

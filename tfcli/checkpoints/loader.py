@@ -4,7 +4,7 @@ The spec decides which arrays exist and their shapes: a shape-only skeleton buil
 Initializer as `init_weights` lists every Weights path. Loading then (1) expands the table over
 blocks and experts, (2) checks that every needed tensor is present with the expected shape and
 that no unknown tensor is left over, (3) reads and places the tensors, (4) checks the total
-against `tfcli.params.total_parameters`.
+against `tfcli.spec.counts.total_parameters`.
 """
 
 from __future__ import annotations
@@ -16,18 +16,18 @@ from pathlib import Path
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.checkpoints.configs import config_file, model_type, read_config, spec_from_config_dir
 from tfcli.checkpoints.families import TABLES
-from tfcli.checkpoints.gguf_file import is_gguf
+from tfcli.checkpoints.gguf.file import is_gguf
 from tfcli.checkpoints.names import Rule, Table, engine_paths, expected_shape
 from tfcli.checkpoints.tensors import TensorSource
 from tfcli.engine.init import Initializer
 from tfcli.engine.layout import arrange_weights
 from tfcli.engine.weights import Weights, count_parameters, named_arrays
-from tfcli.errors import BadInputError
-from tfcli.params import total_parameters
-from tfcli.spec import Spec
+from tfcli.core.errors import BadInputError
+from tfcli.spec.counts import total_parameters
+from tfcli.spec.model import Spec
 
 MAX_LISTED = 8  # names shown in one error message
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 Transform = Literal["copy", "linear", "split3", "split_linear", "split_heads3",
                     "split_grouped_qkv"]

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 
 _P = 2**31 - 1  # a prime: products of two residues fit in int64
 _BASE = 1_000_003

@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 from tfcli.checkpoints.configs import parse_json, read_bounded, strict_json
 from tfcli.checkpoints.fields import shown
 from tfcli.checkpoints.layout import Span, layout_problem
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"

@@ -16,8 +16,8 @@ from math import prod
 from typing import Any
 
 from tfcli.checkpoints.names import Table, expected_shape
-from tfcli.params import EVERY, block_indices, components
-from tfcli.spec import Spec
+from tfcli.spec.counts import EVERY, block_indices, components
+from tfcli.spec.model import Spec
 
 MAX_LISTED = 8  # differences named one by one; the rest are counted
 _BLOCK = re.compile(r"\.\d+\.")

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.checkpoints.fields import shown
 from tfcli.checkpoints.safetensors_header import DTYPE_BYTES, Entry, checkpoint_entries
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 
 NUMPY_FLOATS = {"F64": "<f8", "F32": "<f4", "F16": "<f2"}

@@ -19,7 +19,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfcli.errors import BadInputError, shown
+from tfcli.core.errors import BadInputError, shown
 
 MAX_TOKENS = 2**21  # 2,097,152 tokens (added tokens counted apart)
 MAX_TOKEN_CHARS = 65_536  # characters in one token

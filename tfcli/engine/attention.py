@@ -11,14 +11,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.cache import LayerCache
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
 from tfcli.engine.ops import apply_norm, softcap_, softmax_
 from tfcli.engine.parallel import linear, linear_split, parallel_for, split
 from tfcli.engine.positions import apply_rope, rope_tables
 from tfcli.engine.weights import AttentionWeights
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 
 class ScoreMask(NamedTuple):

@@ -5,16 +5,16 @@ Per decoder layer: K and V of shape (batch, n_kv_heads, max_len, d_head) for sel
 `source_len` encoder positions, written once after the encoder runs. Under multi-head latent
 attention (DeepSeek MLA) a layer keeps the latent (batch, 1, max_len, kv_lora_rank) in place of
 K and the shared RoPE key (batch, 1, max_len, qk_rope_head_dim) in place of V. `nbytes` is what
-tfcli.params.kv_cache_bytes predicts.
+tfcli.spec.counts.kv_cache_bytes predicts.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tfcli.arrays import Array
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
+from tfcli.core.arrays import Array
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
 
 
 def _self_shapes(spec: Spec, batch: int,

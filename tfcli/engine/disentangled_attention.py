@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.attention import ScoreMask, attend, split_heads
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
 from tfcli.engine.ops import apply_norm
 from tfcli.engine.parallel import linear, linear_split
 from tfcli.engine.weights import AttentionWeights, StackWeights
-from tfcli.spec import Spec
-from tfcli.spec_disentangled import relative_max, relative_span
+from tfcli.spec.model import Spec
+from tfcli.spec.disentangled import relative_max, relative_span
 
 
 def log_bucket(offsets: Array, buckets: int, max_position: int) -> Array:

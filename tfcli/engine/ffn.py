@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.inputs import NO_PROBE, Probe
 from tfcli.engine.ops import GATE_ACTIVATIONS, activation_fn, softmax_
 from tfcli.engine.parallel import WORKERS, linear, linear_split, parallel_for
 from tfcli.engine.weights import FFNWeights, MoEWeights
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 HIDDEN_SLICE_BYTES = 1 << 22  # ~4 MB of one worker's hidden activations per round of rows
 MIN_SPLIT_ROWS = 16  # fewer rows (decode steps): one FFN on the calling thread

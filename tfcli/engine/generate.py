@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.blas import CoreWatch, blas_threads, idle_cores
 from tfcli.engine.cache import KVCache
 from tfcli.engine.inputs import StackInput
@@ -24,8 +24,8 @@ from tfcli.engine.parallel import WORKERS
 from tfcli.engine.positions import default_positions
 from tfcli.engine.sampling import SamplingConfig, sample
 from tfcli.engine.weights import Weights
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
 
 PAD_ID = 0  # what fills left padding; never attended to
 

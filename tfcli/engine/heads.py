@@ -1,4 +1,4 @@
-"""The task heads on top of the last stack (spec.head, tfcli/spec_head.py): masked_lm's transform
+"""The task heads on top of the last stack (spec.head, tfcli/spec/head.py): masked_lm's transform
 before the vocabulary logits, and the classifiers of sequence and token classification.
 
 Probes (path `head`, in order): `transform` (B, T, d) and `transform_norm` (B, T, d) for
@@ -13,12 +13,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.inputs import Probe
 from tfcli.engine.ops import activation_fn, apply_norm
 from tfcli.engine.parallel import linear, rowwise
 from tfcli.engine.weights import Weights
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 
 def mlm_transform(spec: Spec, weights: Weights, hidden: Array, probe: Probe) -> Array:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.layout import arrange_weights
 from tfcli.engine.weights import (AttentionWeights, BlockWeights, FFNWeights,
                                   LatentAttentionWeights, MoEWeights, NormWeights, StackWeights,
                                   Weights)
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 CHUNK_VALUES = 1 << 16  # normals drawn per call into a scratch row block (256 KiB of float32)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.ops import Observer
 from tfcli.engine.positions import default_positions
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.attention import ScoreMask, attend, split_heads
 from tfcli.engine.cache import LayerCache
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
@@ -24,7 +24,7 @@ from tfcli.engine.ops import apply_norm
 from tfcli.engine.parallel import linear
 from tfcli.engine.positions import apply_rope, rope_tables
 from tfcli.engine.weights import LatentAttentionWeights, NormWeights
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 
 def _latent_norm(spec: Spec, w: NormWeights | None, x: Array) -> Array:

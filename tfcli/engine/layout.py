@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.weights import (AttentionWeights, FFNWeights, LatentAttentionWeights, MoEWeights,
                                   Weights)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.attention import attention, cross_attention
 from tfcli.engine.blas import blas_threads
 from tfcli.engine.cache import KVCache, LayerCache
@@ -25,8 +25,8 @@ from tfcli.engine.parallel import linear, rowwise
 from tfcli.engine.positions import default_positions, relative_bias, sinusoidal
 from tfcli.engine.weights import (BlockWeights, LatentAttentionWeights, NormWeights, StackWeights,
                                   Weights)
-from tfcli.errors import BadInputError
-from tfcli.spec import Spec
+from tfcli.core.errors import BadInputError
+from tfcli.spec.model import Spec
 
 
 @dataclass

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.weights import NormWeights
 
 Observer = Callable[[str, str, tuple[int, ...]], None]

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.blas import blas_threads
 from tfcli.engine.layout import fused_projection
 

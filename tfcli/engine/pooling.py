@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 
 Pooling = Literal["mean", "cls", "last"]
 

@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from tfcli.arrays import Array
-from tfcli.spec_rope import RopeScaling
+from tfcli.core.arrays import Array
+from tfcli.spec.rope import RopeScaling
 
 
 def default_positions(batch: int, length: int, offset: int = 0) -> Array:

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 from tfcli.engine.ops import softmax_
-from tfcli.errors import BadInputError, shown
+from tfcli.core.errors import BadInputError, shown
 
 # The smallest temperature above 0 (greedy). float32 logits carry rounding errors of ~1e-7 of
 # their size; at T below 1e-6 those alone shift probabilities by factors of e^0.1 and more, so

@@ -2,7 +2,7 @@
 
 Matrices are stored (in_features, out_features) so a projection is `x @ w`, as in picoGPT.
 An array's path here (`decoder.blocks.3.attn.wq`) is its name everywhere in tfcli: the params
-components, the trace rows and the checkpoint tables use it (tests/test_weight_names.py).
+components, the trace rows and the checkpoint tables use it (tests/checkpoints/test_weight_names.py).
 How the arrays lie in memory is layout.py's; how random ones are drawn, init.py's.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from tfcli.arrays import Array
+from tfcli.core.arrays import Array
 
 
 @dataclass
@@ -165,11 +165,11 @@ def iter_arrays(obj: object) -> Iterator[Array]:
 
 
 # Fields holding arrays transformers keeps as buffers, not parameters: loaded and run, not
-# counted (tfcli.params.Component.buffer)
+# counted (tfcli.spec.counts.Component.buffer)
 BUFFERS = ("router_bias", "final_logits_bias")
 
 
 def count_parameters(weights: Weights) -> int:
     """Parameters held, each shared array once, buffers left out (equals
-    tfcli.params.total_parameters)."""
+    tfcli.spec.counts.total_parameters)."""
     return sum(a.size for path, a in named_arrays(weights) if path.rsplit(".", 1)[-1] not in BUFFERS)

@@ -16,15 +16,15 @@ from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
-from tfcli.analysis.depth_result import (
+from tfcli.analysis.depth.result import (
     COLLAPSE_BELOW, EXPLOSION_ABOVE, RANK_COLLAPSE_ABOVE, DepthPoint, DepthSweepResult,
 )
-from tfcli.deps import calling, quiet, require
-from tfcli.errors import BadInputError
+from tfcli.core.deps import calling, quiet, require
+from tfcli.core.errors import BadInputError
 from tfcli.render.chart import LineChart, chart_text
 from tfcli.render.safe import for_matplotlib, plain
 from tfcli.render.tables import FitTable
-from tfcli.files import check_output_file, write_atomically
+from tfcli.core.files import check_output_file, write_atomically
 
 FLAG_STYLES = {"collapse": "bold blue", "explosion": "bold red", "rank_collapse": "bold magenta"}
 BROKEN_STYLE = "bold white on red"
@@ -206,7 +206,7 @@ def check_png_possible(path: str | os.PathLike[str]) -> None:
 
 
 def png_figure_class() -> Any:
-    """matplotlib's Figure (no pyplot: no global state, no GUI backend), through tfcli.deps."""
+    """matplotlib's Figure (no pyplot: no global state, no GUI backend), through tfcli.core.deps."""
     import importlib.util
 
     if importlib.util.find_spec("matplotlib") is None:
@@ -218,7 +218,7 @@ def png_figure_class() -> Any:
 def write_png(result: DepthSweepResult, path: str | os.PathLike[str]) -> None:
     """The same chart as a PNG (matplotlib). Written to a temporary file in the target's folder
     and renamed over it, so a failure never leaves a half-written image behind; whatever
-    matplotlib raises is one line naming the file (tfcli.deps.calling)."""
+    matplotlib raises is one line naming the file (tfcli.core.deps.calling)."""
     figure = png_figure_class()
     with calling("matplotlib", os.fspath(path), "drawing the --plot chart"):
         _draw(result, figure, Path(path))

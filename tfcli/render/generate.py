@@ -10,12 +10,12 @@ from rich.console import Group, RenderableType
 from rich.live import Live
 from rich.text import Text
 
-from tfcli.analysis.generation import CACHE_EPS_FACTOR, GenerateResult, Timed
+from tfcli.analysis.generate.timed import CACHE_EPS_FACTOR, GenerateResult, Timed
 from tfcli.render.output import stderr_console
 from tfcli.render.safe import PROSE, plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes
-from tfcli.tokenizer import Tokenizer
+from tfcli.checkpoints.tokenizer import Tokenizer
 
 OnToken = Callable[[list[int]], None]  # called with the new tokens so far, after each step
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from tfcli.analysis.gpus import Accelerator, GpuList
+from tfcli.analysis.gpus.catalog import Accelerator, GpuList
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from tfcli.analysis.memory_fit import FitSearch, GpuFit, MemoryReport
-from tfcli.analysis.memory_plan import MemoryPlan
+from tfcli.analysis.memory.fit import FitSearch, GpuFit, MemoryReport
+from tfcli.analysis.memory.plan import MemoryPlan
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, percent

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from rich.console import Console, RenderableType
 
-from tfcli.errors import OutputError
+from tfcli.core.errors import OutputError
 from tfcli.render.safe import SafeConsole, visible  # str taken literally, control bytes escaped
 
 

@@ -10,7 +10,7 @@ from tfcli.checkpoints.stored import StoredWeights
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, human_count, percent
-from tfcli.shapes import TABLE_TIMES, shapes_text
+from tfcli.core.shapes import TABLE_TIMES, shapes_text
 
 
 def _component_table(report: ParamsReport) -> FitTable:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.console import Group, RenderableType
 
-from tfcli.analysis.perf_result import Decode, PerfEstimate, Prefill, Training
+from tfcli.analysis.perf.result import Decode, PerfEstimate, Prefill, Training
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, human_flops

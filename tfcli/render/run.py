@@ -6,8 +6,8 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 
-from tfcli.analysis.run import RunResult, SentenceEmbedding
-from tfcli.analysis.run_scores import HeadScores
+from tfcli.analysis.run.forward import RunResult, SentenceEmbedding
+from tfcli.analysis.run.scores import HeadScores
 from tfcli.render.safe import plain
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_flops

@@ -20,10 +20,10 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.text import Text
 
 from tfcli.analysis.sweep import SweepResult
-from tfcli.errors import BadInputError
-from tfcli.files import write_atomically
+from tfcli.core.errors import BadInputError
+from tfcli.core.files import write_atomically
 from tfcli.render.chart import LineChart, chart_text
-from tfcli.deps import calling
+from tfcli.core.deps import calling
 from tfcli.render.depth import check_png_possible, png_figure_class
 from tfcli.render.safe import for_matplotlib, plain
 from tfcli.render.tables import FitTable

@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from tfcli.analysis.trace import TraceReport
-from tfcli.analysis.trace_rows import TraceRow
-from tfcli.analysis.trace_check import ExecuteCheck
+from tfcli.analysis.trace.build import TraceReport
+from tfcli.analysis.trace.rows import TraceRow
+from tfcli.analysis.trace.check import ExecuteCheck
 from tfcli.render.tables import FitTable
 from tfcli.render.units import human_bytes, human_flops
-from tfcli.shapes import TABLE_TIMES, shape_text
+from tfcli.core.shapes import TABLE_TIMES, shape_text
 
 _DEPTH_NAMES = {1: "per block", 2: "per sublayer", 3: "per op"}
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from tfcli.checkpoints.fields import Config, ConfigFields, shown
 from tfcli.checkpoints.heads import Architecture
-from tfcli.errors import BadInputError
+from tfcli.core.errors import BadInputError
 
 # A reader: the config's fields (merged over the family's defaults) and its model class ->
 # the spec's fields and notes for its description (approximations accepted, if any).

@@ -1,5 +1,5 @@
 """DeBERTa-v2 / v3 (model_type deberta-v2: DebertaV2Model and its heads): BERT's post-LN body
-with disentangled attention (spec.disentangled_attention, tfcli/spec_disentangled.py) over one
+with disentangled attention (spec.disentangled_attention, tfcli/spec/disentangled.py) over one
 table of relative-position embeddings per encoder (encoder.rel_embeddings, normed by
 encoder.LayerNorm under norm_rel_ebd layer_norm), log-bucketed offsets (position_buckets),
 absolute positions only with position_biased_input (v3: none), and factorised embeddings

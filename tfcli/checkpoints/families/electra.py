@@ -11,7 +11,7 @@ from tfcli.checkpoints.families.common import require_false
 from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import Architecture
 from tfcli.checkpoints.names import Table, linear, norm, rule
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 # ElectraConfig() defaults, for the keys read
 DEFAULTS: Config = {

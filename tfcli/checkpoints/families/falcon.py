@@ -18,7 +18,7 @@ from tfcli.checkpoints.families.rope import rope_theta, with_rope_scaling
 from tfcli.checkpoints.fields import Config, ConfigFields, shown
 from tfcli.checkpoints.heads import Architecture
 from tfcli.checkpoints.names import Rule, Table, linear, norm, rule
-from tfcli.spec import Spec
+from tfcli.spec.model import Spec
 
 # FalconConfig() defaults, for the keys read
 DEFAULTS: Config = {

@@ -1,0 +1,231 @@
+"""GGUF metadata -> Spec, one reader per llama.cpp architecture (`general.architecture`).
+
+llama.cpp writes a model's hyperparameters as `{arch}.{key}` metadata (llama.block_count,
+llama.attention.head_count_kv, ...) and leaves some facts to the tensors themselves: a file
+without `output.weight` ties its head to the embedding, `blk.0.attn_q.bias` means q/k/v biases,
+`blk.0.attn_q_norm.weight` per-head q/k norms. Both are read here. What a reader does not model
+(a `rope_freqs` table, experts, ALiBi) is refused by name, as for config.json.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from tfcli.checkpoints.gguf.file import ITEM_KINDS, ArrayInfo, GGUFFile
+from tfcli.core.errors import SpecConsistencyError
+from tfcli.spec.model import Spec
+
+Fields = dict[str, object]
+
+
+class Metadata:
+    """Typed reads of one architecture's `{arch}.*` keys, each failure one BadInputError."""
+
+    def __init__(self, gguf: GGUFFile, arch: str) -> None:
+        self.gguf, self.arch = gguf, arch
+
+    def _get(self, key: str, default: object) -> object:
+        full = f"{self.arch}.{key}"
+        value = self.gguf.metadata.get(full, default)
+        if value is _REQUIRED:
+            raise self.gguf.error(f"metadata key '{full}' is missing")
+        return value
+
+    def integer(self, key: str, default: object = None) -> int:
+        value = self._get(key, _REQUIRED if default is None else default)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**31:
+            raise self.gguf.error(f"metadata key '{self.arch}.{key}': expected a positive "
+                                  f"integer below 2**31, got {_shown(value)}")
+        return value
+
+    def number(self, key: str, default: float | None = None) -> float:
+        value = self._get(key, _REQUIRED if default is None else default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e30:
+            raise self.gguf.error(f"metadata key '{self.arch}.{key}': expected a positive "
+                                  f"number, got {_shown(value)}")
+        return float(value)
+
+    def has(self, key: str) -> bool:
+        return f"{self.arch}.{key}" in self.gguf.metadata
+
+    def index(self, key: str, size: int) -> int:
+        """An id into a table of `size` entries (a token id into the vocabulary)."""
+        value = self._get(key, _REQUIRED)
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < size:
+            raise self.gguf.error(f"metadata key '{self.arch}.{key}': expected an id in "
+                                  f"[0, {size:,}), got {_shown(value)}")
+        return value
+
+    def array(self, key: str, kind: type, length: int | None = None) -> list | ArrayInfo:
+        """An array of `kind` items (int, float, str), of `length` when given; read in full
+        (a list) or left unread by the header reader (ArrayInfo: only its item type)."""
+        full = f"{self.arch}.{key}"
+        value = self._get(key, _REQUIRED)
+        if isinstance(value, ArrayInfo):
+            good = ITEM_KINDS.get(value.item_type) is kind
+            n = value.length
+        elif isinstance(value, list):
+            good = all(type(v) is kind for v in value)  # bool is no int here
+            n = len(value)
+        else:
+            raise self.gguf.error(f"metadata key '{full}': expected an array, got {_shown(value)}")
+        if not good:
+            raise self.gguf.error(f"metadata key '{full}': expected an array of "
+                                  f"{_KIND_NAMES[kind]}")
+        if length is not None and n != length:
+            raise self.gguf.error(f"metadata key '{full}' has {n:,} items where {length:,} "
+                                  "are expected (one per token)")
+        return value
+
+
+_REQUIRED = object()
+_KIND_NAMES = {int: "integers", float: "numbers", str: "strings", bool: "booleans"}
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, ArrayInfo):
+        return f"an array of {value.length:,} items"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _rows(gguf: GGUFFile, name: str) -> int:
+    tensor = gguf.tensor(name)
+    if tensor is None:
+        raise gguf.error(f"has no tensor '{name}'")
+    return tensor.shape[0]
+
+
+def _refuse_present(gguf: GGUFFile, names: dict[str, str]) -> None:
+    present = gguf.names()
+    for name, what in names.items():
+        if name in present:
+            raise gguf.error(f"tensor '{name}' ({what}) is not supported")
+
+
+def _llama_like(gguf: GGUFFile, m: Metadata) -> Fields:
+    """The fields llama, qwen2 and qwen3 share: RMSNorm, SwiGLU, RoPE, GQA."""
+    names = gguf.names()
+    if m.has("expert_count"):
+        raise gguf.error(f"'{m.arch}.expert_count': mixture-of-experts GGUF files are not "
+                         "supported yet")
+    _refuse_present(gguf, {"rope_freqs.weight": "a RoPE frequency table (Llama 3.1 scaling)"})
+    d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
+    d_head = m.integer("attention.key_length", d_model // n_heads)
+    fields: Fields = {
+        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
+        "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,
+        "n_kv_heads": m.integer("attention.head_count_kv", n_heads), "d_head": d_head,
+        "n_layers": m.integer("block_count"), "d_ff": m.integer("feed_forward_length"),
+        "activation": "swiglu", "norm": "rmsnorm", "norm_placement": "pre",
+        "norm_eps": m.number("attention.layer_norm_rms_epsilon"), "positions": "rope",
+        "rope_theta": m.number("rope.freq_base", 10000.0), "bias": False,
+        "attention_bias": "blk.0.attn_q.bias" in names,
+        "tie_embeddings": "output.weight" not in names, "lm_head": True,
+    }
+    if "blk.0.attn_q.bias" in names and "blk.0.attn_output.bias" not in names:
+        fields["attention_out_bias"] = False
+    if "blk.0.attn_q_norm.weight" in names:
+        fields["qk_norm"] = "per_head"
+    rotary = m.integer("rope.dimension_count", d_head)
+    if rotary != d_head:  # partial rotary
+        fields["rotary_dim"] = rotary
+    window = m.integer("attention.sliding_window", 2**31 - 1)
+    if window < fields["max_seq_len"]:  # type: ignore[operator]
+        fields["sliding_window"] = window
+    return fields
+
+
+def _gpt2(gguf: GGUFFile, m: Metadata) -> Fields:
+    return {
+        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
+        "max_seq_len": m.integer("context_length"), "d_model": m.integer("embedding_length"),
+        "n_heads": m.integer("attention.head_count"), "n_layers": m.integer("block_count"),
+        "d_ff": m.integer("feed_forward_length"), "activation": "gelu_tanh",
+        "norm": "layernorm", "norm_placement": "pre",
+        "norm_eps": m.number("attention.layer_norm_epsilon"), "positions": "learned",
+        "bias": True, "tie_embeddings": "output.weight" not in gguf.names(), "lm_head": True,
+    }
+
+
+# What a Gemma GGUF leaves out, transformers takes from Gemma2Config() / Gemma3TextConfig()
+# defaults when it loads the file (query_pre_attn_scalar 256, the layer patterns, Gemma 3's
+# local RoPE base 10,000 and Gemma 2's soft-caps 50 / 30); so does tfcli.
+GEMMA_QUERY_PRE_ATTN_SCALAR = 256.0
+GEMMA_PATTERNS = {"gemma2": ["local", "global"], "gemma3": ["local"] * 5 + ["global"]}
+GEMMA2_SOFTCAPS = {"attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0}
+
+
+def _gemma(gguf: GGUFFile, m: Metadata) -> Fields:
+    """Gemma 2 / 3: GeGLU (tanh GELU), sandwich norms with (1 + w), sqrt(d) embedding scale,
+    tied head, local/global layers; Gemma 3 adds per-head q/k norms and a local RoPE base."""
+    d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
+    fields: Fields = {
+        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
+        "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,
+        "n_kv_heads": m.integer("attention.head_count_kv", n_heads),
+        "d_head": m.integer("attention.key_length", d_model // n_heads),
+        "n_layers": m.integer("block_count"), "d_ff": m.integer("feed_forward_length"),
+        "activation": "geglu_tanh", "norm": "rmsnorm", "norm_unit_offset": True,
+        "norm_placement": "sandwich", "norm_eps": m.number("attention.layer_norm_rms_epsilon"),
+        "positions": "rope", "rope_theta": m.number("rope.freq_base", 10000.0), "bias": False,
+        "attention_scale": GEMMA_QUERY_PRE_ATTN_SCALAR ** -0.5, "scale_embeddings": True,
+        "tie_embeddings": "output.weight" not in gguf.names(), "lm_head": True,
+        "sliding_window": m.integer("attention.sliding_window"),
+        "layer_pattern": GEMMA_PATTERNS[m.arch],
+    }
+    if m.arch == "gemma2":
+        fields["attn_logit_softcap"] = m.number("attn_logit_softcapping",
+                                                GEMMA2_SOFTCAPS["attn_logit_softcapping"])
+        fields["final_logit_softcap"] = m.number("final_logit_softcapping",
+                                                 GEMMA2_SOFTCAPS["final_logit_softcapping"])
+    else:
+        fields |= {"qk_norm": "per_head", "rope_local_theta": 10000.0}
+    return fields
+
+
+READERS: dict[str, Callable[[GGUFFile, Metadata], Fields]] = {
+    "llama": _llama_like, "qwen2": _llama_like, "qwen3": _llama_like, "gpt2": _gpt2,
+    "gemma2": _gemma, "gemma3": _gemma,
+}
+
+
+def gguf_architecture(gguf: GGUFFile) -> str:
+    arch = gguf.metadata.get("general.architecture")
+    if not isinstance(arch, str):
+        raise gguf.error(f"metadata 'general.architecture' must be a string, got {_shown(arch)}")
+    if arch not in READERS:
+        raise gguf.error(f"GGUF architecture {_shown(arch)} is not supported "
+                         f"(supported: {', '.join(sorted(READERS))})")
+    return arch
+
+
+def _name(gguf: GGUFFile) -> str:
+    name = gguf.metadata.get("general.name")
+    if isinstance(name, str) and 0 < len(name) <= 100 and name.isprintable():
+        return name
+    return gguf.path.stem[:100] or "gguf"
+
+
+def spec_from_gguf(gguf: GGUFFile) -> Spec:
+    """The Spec a GGUF file's metadata and tensor names describe."""
+    arch = gguf_architecture(gguf)
+    fields = READERS[arch](gguf, Metadata(gguf, arch))
+    identity = {"name": _name(gguf), "source": str(gguf.path)[:2000],
+                "description": f"{arch} imported from GGUF metadata"}
+    try:
+        return Spec.model_validate(identity | fields)
+    except SpecConsistencyError as exc:
+        raise gguf.error(f"its metadata gives an inconsistent spec: {exc.message}") from None
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise gguf.error(f"its metadata gives an invalid spec: {problems}") from None
+
+
+def spec_from_gguf_file(path: str) -> Spec:
+    from tfcli.checkpoints.gguf.file import read_gguf
+
+    return spec_from_gguf(read_gguf(path))
+
