@@ -30,7 +30,10 @@ HERE = Path(__file__).resolve().parents[1]
 WORKER = r"""
 import json, sys, time
 import numpy as np
-from tfcli.spec.load import load_spec
+try:
+    from tfcli.sources import load_spec
+except ImportError:  # a checkout from before issue 29
+    from tfcli.spec_io import load_spec
 from tfcli.engine.init import init_weights
 from tfcli.engine.model import forward
 from tfcli.engine.generate import GenerationRequest, generate

@@ -20,7 +20,7 @@ import tracemalloc
 from typing import Any
 
 from tfcli.analysis.depth.sweep import DepthSweepOptions, run_depth_sweep
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 FULL = (1, 2, 4, 8, 16, 32, 64)
 SHALLOW = (1, 2, 4, 8, 16)

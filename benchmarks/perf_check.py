@@ -41,7 +41,7 @@ from tfcli.engine.init import init_weights
 from tfcli.engine.model import forward
 from tfcli.engine.weights import Weights
 from tfcli.spec.model import Spec
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 TARGET = 0.30  # |estimate / measured - 1| at most
 

@@ -34,7 +34,7 @@ from _common import int_list, labelled_gemms, load_average, run_gemms_pooled, se
 from tfcli.engine import attention, ffn, model
 from tfcli.engine.init import init_weights
 from tfcli.engine.model import forward
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 # probe op -> the forward_gemms kinds whose products run inside its interval
 GEMM_KINDS = {"q_proj": ("qkv",), "scores": ("scores", "mix"), "out_proj": ("out",),

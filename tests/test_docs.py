@@ -41,35 +41,114 @@ def test_readme_quick_start_matches_ci() -> None:
     assert test_command in readme and test_command in ci
 
 
-PENDING = {"docs/api.md"}  # being written (issue 29): drop it from here when it lands
-
-
 def test_readme_links_resolve() -> None:
     """The README is a front door: every relative link leads to a file that exists."""
     links = re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
-    missing = sorted(link for link in links if not (ROOT / link).exists() and link not in PENDING)
+    missing = sorted(link for link in links if not (ROOT / link).exists())
     assert links and missing == []
 
 
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
+CONTRACT = ROOT / "docs" / "CONTRACT.md"
 _PATH = re.compile(r"`((?:tfcli|tests)/[\w/]+(?:\.py)?)`")
 _PATH_AND_NAME = re.compile(r"`(tfcli/[\w/]+\.py)` `(\w+)`")  # a module, then a name in it
+_DOTTED = re.compile(r"`(tfcli(?:\.\w+)+)`")  # `tfcli.engine.weights.named_arrays`
+_CODE = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
+_HEADER = re.compile(r"^# (tfcli/[\w/]+\.py)")  # in a code block: what follows is defined there
+_DECLARED = re.compile(r"^(?:def |class )?([A-Za-z_]\w*)")  # a top-level def, class or name
+_DEFINED = r"^\s*(def|class) {0}\b|^{0}\b.*="  # a function, a class or a module-level table
+
+
+def _defines(path: str, name: str) -> bool:
+    return bool(re.search(_DEFINED.format(re.escape(name)), (ROOT / path).read_text(), re.M))
+
+
+def _missing_modules(doc: Path) -> tuple[set[str], list[str]]:
+    named = set(_PATH.findall(doc.read_text())) - {"tfcli/render/<command>.py"}
+    return named, sorted(p for p in named if not (ROOT / p).exists())
+
+
+def _module_file(dotted: list[str]) -> str | None:
+    """The file of a dotted tfcli module (`tfcli.core.errors`), or None when it is none."""
+    for candidate in ("/".join(dotted) + ".py", "/".join(dotted) + "/__init__.py"):
+        if (ROOT / candidate).is_file():
+            return candidate
+    return None
+
+
+def _dotted_names(doc: Path) -> tuple[list[str], list[str]]:
+    """`tfcli.a.b.name`: the longest module prefix must exist and define the next part."""
+    cited = _DOTTED.findall(doc.read_text())
+    wrong = []
+    for name in cited:
+        parts = name.split(".")
+        split = next((i for i in range(len(parts), 0, -1) if _module_file(parts[:i])), 0)
+        module = _module_file(parts[:split]) if split else None
+        if module is None or (split < len(parts) and not _defines(module, parts[split])):
+            wrong.append(name)
+    return cited, wrong
+
+
+def _code_block_names(doc: Path) -> tuple[list[str], list[str]]:
+    """In a ```python block, each top-level `def`, `class` or `NAME:` line under a
+    `# tfcli/....py` comment is defined in that module."""
+    cited = []
+    for block in _CODE.finditer(doc.read_text()):
+        module = None
+        for line in block.group(1).splitlines():
+            header = _HEADER.match(line)
+            if header:
+                module = header.group(1)
+            elif module and line[:1] not in ("", " ", "#", "@", ")"):
+                declared = _DECLARED.match(line)
+                if declared:
+                    cited.append(f"{module} {declared.group(1)}")
+    return cited, [c for c in cited if not _defines(*c.split(" "))]
 
 
 def test_architecture_names_only_modules_that_exist() -> None:
-    text = ARCHITECTURE.read_text()
-    named = set(_PATH.findall(text)) - {"tfcli/render/<command>.py"}
-    missing = sorted(p for p in named if not (ROOT / p).exists())
+    named, missing = _missing_modules(ARCHITECTURE)
     assert named and missing == []
 
 
 def test_architecture_names_functions_where_they_are() -> None:
     """`tfcli/engine/model.py` `block_forward`: the function (class, table) is defined there."""
     pairs = _PATH_AND_NAME.findall(ARCHITECTURE.read_text())
-    defined = r"^\s*(def|class) {0}\b|^{0}\b.*="  # a function, a class or a module-level table
-    wrong = [f"{path} {name}" for path, name in pairs
-             if not re.search(defined.format(name), (ROOT / path).read_text(), re.M)]
+    wrong = [f"{path} {name}" for path, name in pairs if not _defines(path, name)]
     assert pairs and wrong == []
+
+
+def test_contract_names_only_modules_that_exist() -> None:
+    named, missing = _missing_modules(CONTRACT)
+    assert named and missing == []
+
+
+def test_contract_names_functions_where_they_are() -> None:
+    """Every signature pinned under a `# tfcli/....py` comment, every `tfcli/x.py` `name` pair
+    and every dotted `tfcli.module.name` is defined where the contract says."""
+    pairs = _PATH_AND_NAME.findall(CONTRACT.read_text())
+    wrong = [f"{path} {name}" for path, name in pairs if not _defines(path, name)]
+    signatures, misplaced = _code_block_names(CONTRACT)
+    dotted, unresolved = _dotted_names(CONTRACT)
+    assert pairs and signatures and dotted
+    assert wrong + misplaced + unresolved == []
+
+
+def test_architecture_dotted_names_resolve() -> None:
+    _, unresolved = _dotted_names(ARCHITECTURE)
+    assert unresolved == []
+
+
+def test_architecture_and_contract_checks_catch_a_wrong_name(tmp_path: Path) -> None:
+    """The checker itself: a moved function, a missing module and a stale dotted name fail."""
+    doc = tmp_path / "doc.md"
+    doc.write_text("`tfcli/sources.py` `resolve_source` `tfcli/gone.py`\n"
+                   "`tfcli.sources.resolve_source` `tfcli.sources.no_such` `tfcli.gone.f`\n"
+                   "```python\n# tfcli/sources.py\ndef resolve_source(a)\ndef moved(b)\n```\n")
+    assert _missing_modules(doc)[1] == ["tfcli/gone.py"]
+    assert _dotted_names(doc)[1] == ["tfcli.sources.no_such", "tfcli.gone.f"]
+    assert _code_block_names(doc) == (["tfcli/sources.py resolve_source", "tfcli/sources.py moved"],
+                                      ["tfcli/sources.py moved"])
 
 
 # --- Pasted examples -----------------------------------------------------------------------------

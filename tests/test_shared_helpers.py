@@ -16,7 +16,7 @@ from tfcli.core import dtypes
 from tfcli.analysis.run.forward import _neg_log_likelihood, _top_next
 from tfcli.cli.app import app
 from tfcli.core.shapes import TABLE_TIMES, shape_text, shapes_text
-from tfcli.spec.load import is_model_dir
+from tfcli.sources import is_model_dir
 
 # (command line, option, the dtypes it takes): every dtype option of every command
 DTYPE_OPTIONS = [

@@ -17,7 +17,7 @@ from tfcli.analysis.allocation import (LimitSources, MemoryEstimate, MemoryLimit
                                    check_fits, generate_estimate, memory_limit, run_estimate)
 from tfcli.spec.counts import kv_cache_bytes, total_parameters
 from tfcli.core.errors import BadInputError
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 GB = 10**9
 

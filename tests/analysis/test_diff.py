@@ -11,7 +11,7 @@ from tfcli.analysis.diff import (
 )
 from tfcli.analysis.params_report import build_params_report
 from tfcli.analysis.trace.build import build_trace
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 LAYERS, D, D_HEAD, F32 = 32, 4096, 128, 4  # llama-2-7b and mistral-7b share these
 

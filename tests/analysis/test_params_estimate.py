@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tfcli.analysis.params_report import build_params_report
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 def test_gpt2_estimate_is_within_a_fraction_of_a_percent_of_non_embedding() -> None:

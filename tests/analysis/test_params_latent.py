@@ -12,7 +12,7 @@ import numpy as np
 from tfcli.analysis.params_report import build_params_report
 from tfcli.engine.cache import KVCache
 from tfcli.spec.counts import ROUTER_BIAS_NOTE, kv_cache_bytes, total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "tiny-mla.yaml"
 CONTEXT = 32_768

@@ -10,7 +10,7 @@ from tfcli.analysis.sweep import (
 )
 from tfcli.analysis.trace.build import build_trace
 from tfcli.core.errors import BadInputError
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 def test_axes_keep_the_order_given_and_points_are_batch_major() -> None:

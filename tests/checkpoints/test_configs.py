@@ -28,7 +28,8 @@ from tfcli.checkpoints.families.bert import TABLE as BERT
 from tfcli.engine.layout import fused_projection
 from tfcli.engine.weights import count_parameters
 from tfcli.core.errors import BadInputError, SpecError
-from tfcli.spec.load import load_spec, parse_spec_text
+from tfcli.spec.load import parse_spec_text
+from tfcli.sources import load_spec
 
 D, VOCAB, POSITIONS = 8, 16, 8
 GPT2_CONFIG = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": D,

@@ -18,7 +18,8 @@ import pytest
 import transformers
 
 from tests.checkpoints.hub_server import HubHandler, serve
-from tfcli.checkpoints.hub import HubRef, parse_hub_id, repo_of_snapshot
+from tfcli.checkpoints.configs import repo_of_snapshot
+from tfcli.checkpoints.hub import HubRef, parse_hub_id
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TINY = {"vocab_size": 100, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 2,

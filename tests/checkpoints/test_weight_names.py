@@ -29,7 +29,8 @@ from tfcli.engine.weights import named_arrays
 from tfcli.core.errors import BadInputError
 from tfcli.spec.counts import EVERY, Component, block_indices, components
 from tfcli.spec.model import Spec
-from tfcli.spec.load import bundled_spec_names, load_spec
+from tfcli.spec.load import bundled_spec_names
+from tfcli.sources import load_spec
 
 BUNDLED = bundled_spec_names()
 # the checkpoint family (names.TABLES key) of each bundled spec that has one

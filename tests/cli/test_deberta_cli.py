@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.cli.guarded import json_output as _json
 from tfcli.spec.counts import total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 def test_bundled_trace_execute_at_two_layers(invoke) -> None:  # noqa: ANN001

@@ -18,7 +18,8 @@ from tests.parity.encoder_configs import (
     ROBERTA_BASE,
     XLM_ROBERTA_LARGE,
 )
-from tfcli.spec.load import load_spec, parse_spec_text
+from tfcli.spec.load import parse_spec_text
+from tfcli.sources import load_spec
 
 BODIES = {  # bundled spec -> (published config.json, its body class)
     "roberta-base": (ROBERTA_BASE, "RobertaModel"),

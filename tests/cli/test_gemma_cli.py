@@ -15,7 +15,7 @@ from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
 from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 SMALL = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
          "num_hidden_layers": 3, "intermediate_size": 48, "vocab_size": 64,

@@ -100,11 +100,13 @@ def test_typer_pin_holds_the_tested_version() -> None:
 
 
 def _readme_commands() -> list[list[str]]:
-    """The `$ tfcli ...` lines of README.md as argument lists, up to a pipe or a redirect."""
+    """The `$ tfcli ...` lines of README.md and docs/*.md as argument lists, up to a pipe or a
+    redirect."""
     import shlex
 
     runs = []
-    for line in (ROOT / "README.md").read_text().splitlines():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    for line in (line for page in pages for line in page.read_text().splitlines()):
         if line.startswith("$ tfcli "):
             words = shlex.split(line[2:], comments=True)
             cut = next((i for i, w in enumerate(words) if w in ("|", ";", "&&", ">") or
@@ -114,7 +116,7 @@ def _readme_commands() -> list[list[str]]:
 
 
 def test_readme_examples_use_only_options_that_exist() -> None:
-    """A renamed option cannot linger in the README: every option there is a visible one of its
+    """A renamed option cannot linger in the README or docs/: every option there is a visible one of its
     command (the examples' outputs are regenerated from real runs)."""
     runs = _readme_commands()
     assert len(runs) > 20

@@ -10,7 +10,7 @@ import pytest
 
 from tests.cli.guarded import json_output as _json
 from tfcli.spec.counts import ROUTER_BIAS_NOTE, total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 FIXTURE = str(Path(__file__).parents[1] / "fixtures" / "tiny-mla.yaml")
 

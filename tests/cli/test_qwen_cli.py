@@ -12,7 +12,7 @@ from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCau
 
 from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 SMALL = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
          "num_hidden_layers": 2, "intermediate_size": 64, "vocab_size": 64,

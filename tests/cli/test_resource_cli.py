@@ -12,7 +12,7 @@ import pytest
 
 from tfcli.analysis.allocation import MemoryLimit
 from tfcli.spec.counts import total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 GB = 10**9
 

@@ -22,7 +22,7 @@ from transformers import (
 
 from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 SMALL = {"hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
          "intermediate_size": 64, "vocab_size": 64, "max_position_embeddings": 32,

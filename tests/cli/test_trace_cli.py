@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tfcli.spec.counts import total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 def _json(invoke, *args: str) -> dict:

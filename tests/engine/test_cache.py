@@ -10,7 +10,7 @@ from tests.engine.engine_specs import make_spec
 from tfcli.spec.counts import kv_cache_bytes
 from tfcli.engine.cache import KVCache
 from tfcli.core.errors import BadInputError
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 @pytest.mark.parametrize("spec", [

@@ -9,7 +9,7 @@ from tfcli.engine.inputs import StackInput
 from tfcli.engine.model import block_forward, forward_hidden
 from tfcli.engine.init import init_weights
 from tfcli.engine.weights import AttentionWeights, BlockWeights, FFNWeights, NormWeights
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 N, D, H, D_FF = 8, 16, 4, 64
 LESSON_NORMS = [5.7, 3.0, 4.57, 4.49, 4.78, 4.12, 5.41, 3.09]

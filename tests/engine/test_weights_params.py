@@ -9,7 +9,7 @@ from tests.engine.engine_specs import VARIANTS, make_spec
 from tfcli.spec.counts import total_parameters
 from tfcli.engine.init import init_weights
 from tfcli.engine.weights import count_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 BUNDLED_SMALL = ["lesson-tiny", "t5-small", "transformer-base", "bert-base", "gpt2"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tfcli.analysis.params_report import build_params_report
 from tfcli.spec.counts import inactive_expert_parameters, total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 def test_deepseek_active_parameters_per_token_by_hand() -> None:

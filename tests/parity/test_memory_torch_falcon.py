@@ -1,6 +1,6 @@
 """tfcli memory against what torch really holds, on small random FalconForCausalLM models: its
-own attention module (tfcli/analysis/memory/falcon.py, `--fused falcon_qkv`), in the three
-query_key_value layouts: Falcon-7B's multi-query with parallel attention, Falcon-40B / 180B's
+own attention module (tfcli/analysis/memory/layouts/falcon.py, `--fused falcon_qkv`), in the
+three query_key_value layouts: Falcon-7B's multi-query with parallel attention, Falcon-40B / 180B's
 new_decoder_architecture (grouped, 2 key/value heads, two norms), and the old per-head layout
 with sequential blocks. The inference peak (live tensor storages) within 15%, the bytes
 autograd saves within 10%, eager and sdpa, with gradient checkpointing, in float32 and

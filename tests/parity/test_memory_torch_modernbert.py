@@ -1,5 +1,5 @@
-"""tfcli memory's ModernBERT figures (tfcli/analysis/memory/modernbert.py) against what torch
-really holds in small random ModernBertModel / ModernBertForMaskedLM instances: global and
+"""tfcli memory's ModernBERT figures (tfcli/analysis/memory/layouts/modernbert.py) against what
+torch really holds in small random ModernBertModel / ModernBertForMaskedLM instances: global and
 local (sliding-window) layers at a length that materialises the local mask, eager and sdpa.
 The inference peak (live tensor storages, op by op) within 15% and the bytes autograd saves
 (saved_tensors_hooks), with and without gradient checkpointing, within 10%

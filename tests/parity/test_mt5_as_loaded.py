@@ -18,7 +18,7 @@ import pytest
 from tests.parity.meta_totals import hf_total
 from tests.parity.published_configs import MT5_SMALL, UMT5_SMALL
 from tfcli.spec.counts import total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 # bundled spec -> (published config, transformers' count as loaded)
 MODELS = {"mt5-small": (MT5_SMALL, 300_176_768), "umt5-small": (UMT5_SMALL, 306_601_984)}

@@ -11,7 +11,7 @@ from tests.parity.published_configs import LLAMA_3_8B, PHI3, WIRE
 from tfcli.analysis.params_report import build_params_report
 from tfcli.checkpoints import spec_from_config
 from tfcli.spec.counts import POSITION, components, kv_cache_bytes, total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 from tfcli.spec.model import Spec
 
 

@@ -21,7 +21,8 @@ from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.export import spec_to_yaml
 from tfcli.core.errors import BadInputError
 from tfcli.spec.counts import total_parameters
-from tfcli.spec.load import load_spec, parse_spec_text
+from tfcli.spec.load import parse_spec_text
+from tfcli.sources import load_spec
 from tfcli.spec.model import Spec
 
 IDENTITY = {"name", "description", "source"}

@@ -23,7 +23,7 @@ from tfcli.core.errors import TfcliError
 from tfcli.render.catalog import render_catalog
 from tfcli.render.safe import PROSE, SafeConsole, escape_user, for_matplotlib, plain, visible
 from tfcli.render.tables import FitTable
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 from tfcli.checkpoints.tokenizer import ByteTokenizer
 
 MARKUP = ["[/]", "[bold]x[/bold]", "[link=http://e.x]y[/link]", "[blink]z", "[/INST]", ":thumbs_up:"]

@@ -16,7 +16,7 @@ from tfcli.render.sweep import (
     CHART_MARKERS, chart_layout, check_png_possible, format_value, legend, render_sweep,
     sweep_chart, write_sweep_png,
 )
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

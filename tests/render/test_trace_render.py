@@ -7,7 +7,7 @@ from rich.console import Console, RenderableType
 from tfcli.analysis.trace.build import build_trace
 from tfcli.analysis.trace.check import ExecuteCheck, Mismatch
 from tfcli.render.trace import render_execute_check, render_trace
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 def _text(renderable: RenderableType) -> str:

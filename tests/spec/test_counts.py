@@ -10,7 +10,8 @@ from tfcli.core.errors import BadInputError
 from tfcli.spec.counts import components, kv_cache_bytes, total_parameters
 from tfcli.analysis.params_report import build_params_report
 from tfcli.spec.model import Spec
-from tfcli.spec.load import bundled_spec_names, load_spec
+from tfcli.spec.load import bundled_spec_names
+from tfcli.sources import load_spec
 
 # Reference totals (tied weights counted once). Sources: each spec file's `source`; the Hugging
 # Face meta-device counts in tests/parity confirm them independently.

@@ -9,7 +9,8 @@ import pytest
 
 from tests.engine.engine_specs import assert_refused, make_spec
 from tfcli.checkpoints.export import spec_to_yaml
-from tfcli.spec.load import load_spec, parse_spec_text
+from tfcli.spec.load import parse_spec_text
+from tfcli.sources import load_spec
 
 
 def test_span_rows_and_scale_are_derived() -> None:

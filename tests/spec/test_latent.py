@@ -11,7 +11,8 @@ import pytest
 from tests.engine.engine_specs import make_spec
 from tfcli.checkpoints.export import minimal_fields, spec_to_yaml
 from tfcli.core.errors import SpecConsistencyError
-from tfcli.spec.load import load_spec, parse_spec_text
+from tfcli.spec.load import parse_spec_text
+from tfcli.sources import load_spec
 
 
 def test_latent_widths_are_derived() -> None:

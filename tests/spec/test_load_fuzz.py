@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from tfcli.core.errors import MAX_SHOWN_PROBLEMS, SpecError
 from tfcli.spec.model import FIELD_NAMES, Spec
-from tfcli.spec.load import bundled_spec_names, bundled_spec_path, load_spec, parse_spec_text
+from tfcli.spec.load import bundled_spec_names, bundled_spec_path, parse_spec_text
+from tfcli.sources import load_spec
 
 SOURCE = "fuzz.yaml"
 MAX_MESSAGE = 4096

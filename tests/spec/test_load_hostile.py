@@ -296,7 +296,8 @@ def test_non_finite_floats_are_refused_by_field(invoke, write_spec, value: str) 
 
 def test_every_bundled_spec_round_trips_through_export() -> None:
     from tfcli.checkpoints.export import spec_to_yaml
-    from tfcli.spec.load import bundled_spec_names, load_spec
+    from tfcli.spec.load import bundled_spec_names
+    from tfcli.sources import load_spec
 
     for name in bundled_spec_names():
         spec = load_spec(name)
@@ -307,7 +308,7 @@ def test_echoed_text_fields_are_bounded(tmp_path) -> None:
     """Every command echoes name / description / source: a 100,000-character name printed 100 KB
     per table. Refused with the field and its limit."""
     from tfcli.core.errors import SpecError
-    from tfcli.spec.load import load_spec
+    from tfcli.sources import load_spec
 
     base = "family: decoder\nvocab_size: 300\nmax_seq_len: 32\nd_model: 16\nn_heads: 4\nn_layers: 2\nd_ff: 32\n"
     for field, limit in (("name", 200), ("description", 2000), ("source", 2000)):

@@ -9,7 +9,8 @@ import pytest
 
 from tfcli.checkpoints.export import spec_to_yaml
 from tfcli.core.errors import SpecError
-from tfcli.spec.load import load_spec, parse_spec_text
+from tfcli.spec.load import parse_spec_text
+from tfcli.sources import load_spec
 
 HEAD = """name: x
 family: decoder

@@ -8,7 +8,8 @@ import pytest
 from tests.conftest import VALID_SPEC
 from tfcli.core.errors import SpecConsistencyError
 from tfcli.spec.model import Spec
-from tfcli.spec.load import load_spec, parse_spec_text
+from tfcli.spec.load import parse_spec_text
+from tfcli.sources import load_spec
 
 ROPE = VALID_SPEC + "positions: rope\n"  # d_model 16, 4 heads: d_head 4
 

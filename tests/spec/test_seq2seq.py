@@ -8,7 +8,7 @@ import pytest
 from tfcli.core.errors import SpecConsistencyError
 from tfcli.spec.counts import components
 from tfcli.spec.model import Spec
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 def test_per_layer_tables_need_relative_positions() -> None:

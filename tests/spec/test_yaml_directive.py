@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tfcli.core.errors import SpecError
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 @pytest.mark.parametrize("digits", [4_301, 5_000, 50_000])

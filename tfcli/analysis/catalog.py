@@ -8,7 +8,8 @@ from typing import Any
 from tfcli.core.errors import TfcliError
 from tfcli.spec.counts import total_parameters
 from tfcli.spec.model import Spec
-from tfcli.spec.load import bundled_spec_names, load_spec
+from tfcli.spec.load import bundled_spec_names
+from tfcli.sources import load_spec
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""Where a runnable model comes from: a spec with seeded random weights, or a Hugging Face
-checkpoint directory. Shared by `tfcli run` and `tfcli generate`."""
+"""A runnable model from a resolved SPEC argument: its spec with seeded random weights, or a
+checkpoint's. Shared by `tfcli run` and `tfcli generate`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tfcli.engine.init import init_weights
 from tfcli.engine.weights import Weights
 from tfcli.core.errors import BadInputError
 from tfcli.spec.model import Spec
-from tfcli.spec.load import hub_ref, is_model_dir, load_spec
+from tfcli.sources import Source, SourceKind, resolve_source
 
 
 @dataclass(frozen=True)
@@ -32,37 +32,38 @@ def numpy_dtype(name: str) -> type:
     return np.dtype(check_dtype("--dtype", name, ENGINE_DTYPES)).type
 
 
-def _checkpoint_dir(spec_arg: str, weights_dir: str | None) -> str | None:
+def _checkpoint_dir(source: Source, weights_dir: str | None) -> str | None:
     if weights_dir is not None:
         if not weights_dir:  # Path('') is the current folder: it would load whatever is here
             raise BadInputError("--weights needs a model directory (got an empty name)")
         return weights_dir
-    return spec_arg if is_model_dir(spec_arg) else None
+    return source.path if source.kind is SourceKind.model_dir else None
 
 
 Estimator = Callable[[Spec, type], MemoryEstimate]
 
 
-def load_model(spec_arg: str, *, weights_dir: str | None = None, layers: int | None = None,
+def load_model(source: Source | str, *, weights_dir: str | None = None, layers: int | None = None,
                dtype: str = "float32", seed: int = 0, estimate: Estimator | None = None) -> Model:
-    """The spec (truncated to `layers` when given) with checkpoint or seeded random weights.
+    """The spec (truncated to `layers` when given) with checkpoint or seeded random weights:
+    the source's own (a model directory, a GGUF file, a Hub id's whole checkpoint), those of
+    `weights_dir` (a model directory or GGUF file under an edited spec), else random ones.
 
     `estimate(spec, dtype)` checks the command's options against the spec and sizes the whole
     command (weights + activations + ...; default: the weights alone); it runs before any
     weight exists, and the command is refused, with the figures, when it would not fit."""
     np_dtype = numpy_dtype(dtype)
-    ref = hub_ref(spec_arg) if weights_dir is None else None
-    if ref is not None:  # a Hub id: its whole checkpoint, then read as a local model directory
-        from tfcli.checkpoints.hub import fetch_checkpoint
-
-        spec_arg = str(fetch_checkpoint(ref))
-    checkpoint = _checkpoint_dir(spec_arg, weights_dir)
-    spec = load_spec(checkpoint if checkpoint and weights_dir is None else spec_arg)
+    if isinstance(source, str):
+        source = resolve_source(source)
+    if weights_dir is None:  # a Hub id: its whole checkpoint, then read as a local model directory
+        source = source.with_checkpoint()
+    checkpoint = _checkpoint_dir(source, weights_dir)
+    spec = source.load_spec()
     if layers is not None:
         spec = spec.with_layers(layers)
     check_fits((estimate or weights_estimate)(spec, np_dtype))
     gguf_file = weights_dir if weights_dir is not None and is_gguf(weights_dir) else \
-        spec_arg if checkpoint is None and weights_dir is None and is_gguf(spec_arg) else None
+        source.path if source.kind is SourceKind.gguf and weights_dir is None else None
     if gguf_file is not None:  # the SPEC itself, or --weights FILE.gguf for a spec
         from tfcli.checkpoints.gguf.weights import load_gguf_weights  # gguf only when asked
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tfcli.checkpoints.configs import model_type, read_config
 from tfcli.checkpoints.families import TABLES
-from tfcli.checkpoints.gguf.file import is_gguf, read_gguf
+from tfcli.checkpoints.gguf.file import read_gguf
 from tfcli.checkpoints.gguf.names import GGUF_TABLES
 from tfcli.checkpoints.gguf.spec import gguf_architecture
 from tfcli.checkpoints.safetensors_header import INDEX_FILE, SINGLE_FILE, checkpoint_entries
@@ -16,7 +16,7 @@ from tfcli.checkpoints.stored import StoredTensor, StoredWeights, stored_weights
 from tfcli.core.errors import BadInputError
 from tfcli.spec.counts import total_parameters
 from tfcli.spec.model import Spec
-from tfcli.spec.load import hub_ref, is_model_dir
+from tfcli.sources import Source, SourceKind, resolve_source
 
 
 def _gguf(path: str, spec: Spec) -> StoredWeights:
@@ -40,12 +40,13 @@ def _safetensors(folder: str, spec: Spec) -> StoredWeights | None:
                           method)
 
 
-def _hub(spec_arg: str, spec: Spec) -> StoredWeights | None:
+def _hub(source: Source, spec: Spec) -> StoredWeights | None:
     """A Hub id's safetensors headers, fetched by range requests (none offline)."""
-    from tfcli.checkpoints.hub import fetch_config, remote_tensors
+    from tfcli.checkpoints.hub import remote_tensors
 
-    ref = hub_ref(spec_arg)
-    folder = fetch_config(ref)  # cached by load_spec already
+    ref, spec_arg = source.hub, source.argument
+    assert ref is not None
+    folder = Path(str(source.with_config().path))  # cached by load_spec already
     config = read_config(folder)
     table = TABLES[model_type(config, str(folder / "config.json"))]
     try:
@@ -69,18 +70,19 @@ def _quant_method(quantized: object) -> str:
     return method[:40] if isinstance(method, str) and method.isprintable() and method else "unknown"
 
 
-def stored_for(spec_arg: str, spec: Spec) -> StoredWeights | None:
-    """The stored-weights summary of `spec_arg` when it names a checkpoint, else None."""
-    if is_gguf(spec_arg):
-        return _gguf(spec_arg, spec)
-    if hub_ref(spec_arg) is not None:
-        return _hub(spec_arg, spec)
-    if Path(spec_arg).name == "config.json" and Path(spec_arg).is_file():  # as load_spec reads it
-        spec_arg = str(Path(spec_arg).parent)
-    if is_model_dir(spec_arg):
+def stored_for(source: Source | str, spec: Spec) -> StoredWeights | None:
+    """The stored-weights summary of `source` when it names a checkpoint, else None."""
+    if isinstance(source, str):
+        source = resolve_source(source)
+    if source.kind is SourceKind.gguf:
+        return _gguf(source.argument, spec)
+    if source.kind is SourceKind.hub:
+        return _hub(source, spec)
+    folder = source.config_dir  # a named config.json: its folder, as load_spec reads it
+    if folder is not None:
         try:
-            return _safetensors(spec_arg, spec)
+            return _safetensors(folder, spec)
         except BadInputError as exc:  # the count stands on config.json alone; say what failed
-            return StoredWeights(spec_arg, "safetensors", (), 0, 0, total_parameters(spec),
+            return StoredWeights(folder, "safetensors", (), 0, 0, total_parameters(spec),
                                  (f"the checkpoint cannot be read: {exc.message}",))
     return None

@@ -18,7 +18,6 @@ from pydantic import ValidationError
 from tfcli.checkpoints.families import FAMILIES
 from tfcli.checkpoints.families.common import architecture_name, unsupported
 from tfcli.checkpoints.fields import MAX_SIZE, Config, ConfigFields, int_literal, shown
-from tfcli.checkpoints.hub import repo_of_snapshot
 from tfcli.checkpoints.heads import (
     ARCHITECTURE_TYPES,
     ARCHITECTURES,
@@ -211,6 +210,14 @@ def read_config(path: str | Path) -> Config:
         raise BadInputError(f"{clip(str(path))}: no config.json (expected a Hugging Face model "
                             "directory)")
     return config_from_bytes(read_bounded(file, MAX_CONFIG_BYTES), file)
+
+
+def repo_of_snapshot(folder: Path) -> str | None:
+    """`org/name` when `folder` is a snapshot of the Hub cache (models--org--name/snapshots/x)."""
+    parts = folder.resolve().parts if folder.exists() else folder.parts
+    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
+        return parts[-3].removeprefix("models--").replace("--", "/", 1)
+    return None
 
 
 def spec_from_config_dir(path: str | Path) -> Spec:

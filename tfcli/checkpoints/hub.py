@@ -211,9 +211,9 @@ def _cached(ref: HubRef, weights: bool) -> Path | None:
     if not snapshot.is_dir() or not (config.exists() or config.is_symlink()):
         return None
     if not config.is_file():
-        from tfcli.spec.load import config_problem
+        from tfcli.core.files import not_regular
 
-        raise _broken(ref, root, f"{snapshot} {config_problem(snapshot)}")
+        raise _broken(ref, root, f"{snapshot} {not_regular(config)}")
     return snapshot if not weights or _has_weights(snapshot) else None
 
 
@@ -366,15 +366,6 @@ def fetch_config(ref: HubRef) -> Path:
 def fetch_checkpoint(ref: HubRef) -> Path:
     """A local snapshot folder holding config, safetensors weights and tokenizer."""
     return _download(ref, "its safetensors checkpoint", weights=True)
-
-
-def repo_of_snapshot(folder: Path) -> str | None:
-    """`org/name` when `folder` is a snapshot of the Hub cache (models--org--name/snapshots/x)."""
-    parts = folder.resolve().parts if folder.exists() else folder.parts
-    if len(parts) >= 3 and parts[-2] == "snapshots" and parts[-3].startswith("models--"):
-        return parts[-3].removeprefix("models--").replace("--", "/", 1)
-    return None
-
 
 
 def remote_tensors(ref: HubRef) -> list[tuple[str, str, tuple[int, ...], int]] | None:

@@ -5,7 +5,6 @@ inside the commands that need them, so `tfcli --help` and `tfcli params` start f
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Any
@@ -13,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from tfcli import __version__
+from tfcli.api import model as api
 from tfcli.cli.options import (
     DtypeOpt,
     F,
@@ -22,7 +22,6 @@ from tfcli.cli.options import (
     SpecArg,
     WeightsOpt,
     handle_errors,
-    load_spec_arg as _load,
     old_name,
     one_text,
     renamed,
@@ -32,7 +31,7 @@ from tfcli.cli.perf import CausalHalfOpt, MacsOpt, MatmulsOnlyOpt, WindowOpt, fl
 from tfcli.core.errors import EXIT_BAD_INPUT
 from tfcli.cli.guard import GuardedCommand, GuardedGroup
 from tfcli.render.output import (
-    OutputFormat, emit, emit_text, slow_status, stderr_console, with_progress,
+    OutputFormat, emit, emit_text, stderr_console,
 )
 
 app = typer.Typer(
@@ -48,7 +47,7 @@ app = typer.Typer(
 
 
 
-SWEEP_SPEC = "lesson-tiny"  # depth-sweep's default SPEC: small enough for 64 layers in seconds
+SWEEP_SPEC = api.SWEEP_SPEC  # depth-sweep's default SPEC: small enough for 64 layers in seconds
 
 
 class Sublayer(str, Enum):
@@ -109,15 +108,11 @@ def params_cmd(
 
     Example: tfcli params llama-3-8b --seq-len 8192 --batch 4 --kv-dtype bfloat16
     """
-    from tfcli.analysis.params_report import build_params_report
-    from tfcli.analysis.stored import stored_for
     from tfcli.render.params import render_params
 
     seq_len = renamed("--context", "--seq-len", context, seq_len)
-    loaded = _load(spec, layers)
-    stored = None if layers else stored_for(spec, loaded)  # a checkpoint stores every layer
-    report = build_params_report(loaded, context=seq_len, batch=batch, kv_dtype=kv_dtype.value,
-                                 stored=stored)
+    report = api.load(spec, layers=layers).params(seq_len=seq_len, batch=batch,
+                                                  kv_dtype=kv_dtype.value)
     emit(report, fmt, lambda: render_params(report))
 
 
@@ -132,7 +127,6 @@ def specs_cmd(
 
     Example: tfcli specs llama-3-8b > my-llama.yaml
     """
-    from tfcli.analysis.catalog import build_catalog
     from tfcli.render.catalog import render_catalog
 
     if name is not None:
@@ -140,7 +134,7 @@ def specs_cmd(
 
         emit_text(bundled_spec_text(name))
         return
-    catalog = build_catalog()
+    catalog = api.specs()
     emit(catalog, fmt, lambda: render_catalog(catalog))
 
 
@@ -153,10 +147,9 @@ def validate_cmd(
 
     Example: tfcli validate specs/*.yaml
     """
-    from tfcli.analysis.catalog import validate_specs
     from tfcli.render.catalog import render_validation
 
-    report = validate_specs(specs)
+    report = api.validate(specs)
     emit(report, fmt, lambda: render_validation(report))
     if not report.ok:
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -185,22 +178,10 @@ def import_config_cmd(
 
     Example: tfcli import-config ./my-llama > my-llama.yaml
     """
-    from tfcli.checkpoints import spec_from_config_dir, spec_to_yaml
-    from tfcli.checkpoints.gguf.file import is_gguf
+    from tfcli.checkpoints import spec_to_yaml
+    from tfcli.sources import resolve_checkpoint
 
-    from tfcli.spec.load import hub_ref
-
-    ref = hub_ref(directory)
-    if ref is not None:
-        from tfcli.checkpoints.hub import fetch_config
-
-        spec = spec_from_config_dir(fetch_config(ref))
-    elif is_gguf(directory):
-        from tfcli.checkpoints.gguf.spec import spec_from_gguf_file
-
-        spec = spec_from_gguf_file(directory)
-    else:
-        spec = spec_from_config_dir(directory)
+    spec = resolve_checkpoint(directory).load_spec()
     emit_text(spec_to_yaml(spec, source=directory))
 
 
@@ -228,30 +209,13 @@ def run_cmd(
 
     Example: tfcli run gpt2 "The Transformer is" --layers 2
     """
-    from tfcli.analysis.model_source import load_model
-    from tfcli.analysis.run.forward import build_inputs, check_npz_path, default_pooling, run_forward, run_plan
-    from tfcli.analysis.run.forward import save_npz as write_npz
     from tfcli.render.run import render_run
 
-    text = [*(text_args or []), *(text or [])] or None  # TEXT... and --text: one list
-    if save_npz is not None:
-        check_npz_path(save_npz)  # before the work, not after it
-    plan = functools.partial(run_plan, text=text, tokens=tokens, target=target, batch=batch, seq_len=seq_len)
-    with slow_status("loading the weights (random ones are drawn, a checkpoint is read)"):
-        model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype.value,
-                           seed=seed, estimate=plan)
-    inputs = build_inputs(model.spec, text=text, tokens=tokens, target=target, batch=batch,
-                          seq_len=seq_len, seed=seed, weights_dir=model.weights_dir,
-                          truncate=truncate)
-    pooling = default_pooling(model.spec, None if pool is None else pool.value)
-    if normalize and pooling is None:
-        from tfcli.core.errors import BadInputError
-
-        raise BadInputError("--normalize scales a sentence embedding: give --pool mean|cls|last "
-                            "(the default for encoders)")
-    result, outputs = run_forward(model, inputs, seed=seed, pooling=pooling, normalize=normalize)
-    if save_npz is not None:
-        write_npz(save_npz, inputs, outputs, result.embedding)
+    result = api.load(spec, layers=layers).run(
+        [*(text_args or []), *(text or [])] or None,  # TEXT... and --text: one list
+        tokens=tokens, target=target, batch=batch, seq_len=seq_len, weights=weights,
+        dtype=dtype.value, seed=seed, save_npz=save_npz, truncate=truncate,
+        pool=None if pool is None else pool.value, normalize=normalize, progress=True)
     emit(result, fmt, lambda: render_run(result))
 
 
@@ -282,31 +246,17 @@ def generate_cmd(
 
     Example: tfcli generate gpt2 "Hello" --max-new-tokens 20 --layers 2 --check-cache
     """
-    from tfcli.analysis.generate.timed import (generate_plan, generate_text, prompt_tokens,
-                                           stop_tokens)
     from tfcli.analysis.generate.mode import GenerationMode
-    from tfcli.analysis.model_source import load_model
-    from tfcli.engine.generate import GenerationRequest
-    from tfcli.engine.sampling import SamplingConfig
     from tfcli.core.errors import CheckFailedError
-    from tfcli.render.generate import render_generate, stream_generation
+    from tfcli.render.generate import render_generate
 
     prompt = one_text(text_arg, renamed("--prompt", "--text", old_prompt, text))
     mode = GenerationMode.from_flags(no_cache=no_cache, check_cache=check_cache, compare=compare)
-    sampling = SamplingConfig(temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-    sampling.validate()  # before any weight exists
-    plan = functools.partial(generate_plan, prompt=prompt, tokens=tokens, max_new_tokens=max_new_tokens,
-                   mode=mode)
-    with slow_status("loading the weights (random ones are drawn, a checkpoint is read)"):
-        model = load_model(spec, weights_dir=weights, layers=layers, dtype=dtype.value,
-                           seed=seed, estimate=plan)
-    given = prompt_tokens(model, prompt, tokens, max_new_tokens=max_new_tokens, truncate=truncate)
-    stops, eos_notes = stop_tokens(model, stop_token, ignore_eos)
-    request = GenerationRequest(prompts=(given.ids,), max_new_tokens=max_new_tokens,
-                                sampling=sampling, stop_tokens=stops)
-    with stream_generation(given.ids, given.tokenizer, live=fmt is OutputFormat.table) as on_token:
-        result = generate_text(model, request, given.tokenizer, notes=given.notes + eos_notes,
-                               mode=mode, on_token=on_token)
+    result = api.load(spec, layers=layers).generate(
+        prompt, tokens=tokens, max_new_tokens=max_new_tokens, temperature=temperature,
+        top_k=top_k, top_p=top_p, stop_token=stop_token, ignore_eos=ignore_eos,
+        truncate=truncate, mode=mode.value, weights=weights, dtype=dtype.value, seed=seed,
+        live=fmt is OutputFormat.table, progress=True)
     emit(result, fmt, lambda: render_generate(result))
     if result.check is not None and result.check.failure:
         raise CheckFailedError(result.check.failure)
@@ -334,48 +284,32 @@ def trace_cmd(
 
     Example: tfcli trace llama-2-7b --seq-len 4096 --depth 2
     """
-    from tfcli.analysis.trace.build import build_trace
-    from tfcli.core.errors import BadInputError
     from tfcli.render.trace import render_trace
 
-    if None not in (seq_len, src_len, tgt_len):  # --seq-len is only their default
-        raise BadInputError(f"--seq-len {seq_len} sets the lengths --src-len and --tgt-len "
-                            "leave out; with both given it would set nothing: drop it")
-    model_spec = _load(spec, layers)
-    report = build_trace(model_spec, batch=batch, seq_len=seq_len, src_len=src_len,
-                         tgt_len=tgt_len, dtype=dtype.value).at_depth(depth)
-    from tfcli.analysis.trace.conventions import apply_convention
-
-    convention = flop_convention(macs, causal_half, window, matmuls_only)
-    report = apply_convention(report, model_spec, convention)  # the default: unchanged
+    model = api.load(spec, layers=layers)
+    report = model.trace(batch=batch, seq_len=seq_len, src_len=src_len, tgt_len=tgt_len,
+                         depth=depth, dtype=dtype.value,
+                         convention=flop_convention(macs, causal_half, window, matmuls_only))
     if not execute:
         emit(report, fmt, lambda: render_trace(report))
         return
-    _trace_execute(model_spec, report, seed or 0, fmt)
+    _trace_execute(model, report, seed or 0, fmt)
 
 
-def _trace_execute(spec: Any, report: Any, seed: int, fmt: OutputFormat) -> None:
+def _trace_execute(model: Any, report: Any, seed: int, fmt: OutputFormat) -> None:
     """--execute: the analytic trace plus the shape check, as one result."""
     from rich.console import Group
 
-    from tfcli.analysis.trace.check import TracedExecution, execute_check
     from tfcli.core.errors import CheckFailedError
     from tfcli.render.trace import render_execute_check, render_trace
 
-    with slow_status("drawing weights and running the forward pass"):
-        check = execute_check(spec, report, seed=seed)
-    both = TracedExecution(report, check)
+    both = model.check_trace(report, seed=seed, progress=True)
+    check = both.check
     emit(both, fmt, lambda: Group(render_trace(report), render_execute_check(check)))
     if fmt in (OutputFormat.csv, OutputFormat.markdown):  # no place in the rows: to stderr
         stderr_console().print(render_execute_check(check))
     if not check.ok:
         raise CheckFailedError(f"{len(check.mismatches)} analytic shapes differ from the forward pass")
-
-
-def _int_list(text: str, option: str) -> tuple[int, ...]:
-    from tfcli.core.intlist import parse_int_list  # ASCII digits only: not int()'s '１２' or '1_0'
-
-    return tuple(parse_int_list(text, option))
 
 
 @command("depth-sweep")
@@ -404,28 +338,14 @@ def depth_sweep_cmd(
 
     Example: tfcli depth-sweep --sublayer linear --share-weights --d-model 16 --seq-len 6 --weight-scale 0.3 --depths 20 --seed 0
     """
-    from tfcli.analysis.depth.sweep import DepthSweepOptions, check_depth_sweep, run_depth_sweep
-    from tfcli.render.depth import check_png_possible, render_depth_sweep, write_png
+    from tfcli.render.depth import render_depth_sweep
 
-    overrides = {"d_model": d_model, "n_heads": n_heads, "n_kv_heads": n_kv_heads, "d_ff": d_ff,
-                 "init_std": init_std}
-    options = DepthSweepOptions(
-        depths=_int_list(depths, "--depths"), variants=tuple(v.strip() for v in variants.split(",")),
-        sublayer=sublayer.value, seq_len=seq_len, batch=batch, seed=seed, dtype=dtype.value,
-        share_weights=share_weights, weight_scale=weight_scale, overrides=overrides,
-        n_directions=directions,
-    )
-    if spec is None and sublayer is not Sublayer.linear:
-        spec = SWEEP_SPEC
-    model_spec = _load(spec) if spec is not None else None
-    check_depth_sweep(model_spec, options)
-    if plot is not None:  # `--plot ''` is refused by name, not taken as no plot
-        check_png_possible(plot)
-    show_progress = not quiet and fmt is OutputFormat.table
-    result = with_progress(lambda progress: run_depth_sweep(model_spec, options, progress),
-                            show_progress, "stacking layers")
-    if plot is not None:
-        write_png(result, plot)
+    result = api.depth_sweep(
+        spec, depths=depths, variants=variants, sublayer=sublayer.value, seq_len=seq_len,
+        batch=batch, seed=seed, dtype=dtype.value, share_weights=share_weights,
+        init_std=init_std, weight_scale=weight_scale, d_model=d_model, n_heads=n_heads,
+        n_kv_heads=n_kv_heads, d_ff=d_ff, directions=directions, plot=plot,
+        progress=not quiet and fmt is OutputFormat.table)
     emit(result, fmt, lambda: render_depth_sweep(result))
 
 

@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from tfcli.cli.options import FormatOpt, load_spec_arg
+from tfcli.api import model as api
+from tfcli.cli.options import FormatOpt
 from tfcli.core.dtypes import KvDtype
 from tfcli.render.output import OutputFormat, emit
 
@@ -29,9 +30,7 @@ def diff_cmd(
 
     Example: tfcli diff llama-2-7b mistral-7b
     """
-    from tfcli.analysis.diff import build_spec_diff
     from tfcli.render.diff import render_diff
 
-    a, b = load_spec_arg(spec_a), load_spec_arg(spec_b)
-    diff = build_spec_diff(a, b, seq_len=seq_len, batch=batch, kv_dtype=kv_dtype.value)
+    diff = api.diff(spec_a, spec_b, seq_len=seq_len, batch=batch, kv_dtype=kv_dtype.value)
     emit(diff, fmt, lambda: render_diff(diff))

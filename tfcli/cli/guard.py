@@ -119,7 +119,7 @@ class GuardedCommand(TyperCommand):
     option its mode does not read is refused before the command's body runs (cli_modes)."""
 
     def invoke(self, ctx: Any) -> Any:
-        from tfcli.cli.modes import check_option_modes
+        from tfcli.api.modes import check_option_modes
 
         check_option_modes(ctx)
         return super().invoke(ctx)

@@ -1,5 +1,5 @@
-"""What every tfcli command shares: the option types defined once, the error handling, and
-loading the SPEC argument. Commands live in tfcli/cli/app.py or in a tfcli/cli_<topic>.py module
+"""What every tfcli command shares: the option types defined once and the error handling.
+Commands live in tfcli/cli/app.py or in a tfcli/cli/<topic>.py module
 of their own (plain functions using these types), registered in tfcli/cli/app.py with `command`.
 """
 
@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from tfcli.api.terms import cli_terms
 from tfcli.core.dtypes import EngineDtype
 from tfcli.core.errors import TfcliError
 from tfcli.cli.guard import RENAMED_OPTIONS, report_error, say
@@ -49,7 +50,8 @@ def handle_errors(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            with cli_terms():  # the API's messages keep their --flags here
+                return func(*args, **kwargs)
         except TfcliError as exc:
             raise typer.Exit(report_error(exc)) from None
 
@@ -88,9 +90,3 @@ def one_text(positional: str | None, option: str | None) -> str | None:
     return option if positional is None else positional
 
 
-def load_spec_arg(spec_arg: str, layers: int | None = None) -> Any:
-    """The Spec a SPEC argument names (file, bundled name or model directory), cut to `layers`."""
-    from tfcli.spec.load import load_spec
-
-    spec = load_spec(spec_arg)
-    return spec.with_layers(layers) if layers else spec

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 import typer
 
-from tfcli.cli.options import FormatOpt, LayersOpt, SpecArg, load_spec_arg
-from tfcli.cli.sweep import SweepPlotOpt, check_plot, emit_sweep
-from tfcli.cli.sweep import axes as sweep_axes
+from tfcli.api import model as api
+from tfcli.cli.options import FormatOpt, LayersOpt, SpecArg
+from tfcli.cli.sweep import SweepPlotOpt, emit_sweep
 from tfcli.render.output import OutputFormat, emit
 
 
@@ -23,10 +23,9 @@ def gpus_cmd(
 
     Example: tfcli gpus --format csv
     """
-    from tfcli.analysis.gpus.catalog import build_gpu_list
     from tfcli.render.gpus import render_gpus
 
-    gpus = build_gpu_list(measure_cpu=measure_cpu)
+    gpus = api.gpus(measure_cpu=measure_cpu)
     emit(gpus, fmt, lambda: render_gpus(gpus))
 
 
@@ -92,23 +91,15 @@ def perf_cmd(
 
     Example: tfcli perf llama-2-7b --gpu a100 --seq-len 4096 --train --train-tokens 2e12 --gpus 8
     """
-    from tfcli.analysis.perf.estimate import PerfOptions, build_perf_estimate, default_seq_len
+    from tfcli.analysis.sweep import SweepResult
     from tfcli.render.perf import render_perf
 
-    model_spec = load_spec_arg(spec, layers)
-    points = sweep_axes(batch, seq_len, default_seq_len(model_spec))
-    check_plot(plot, points.is_sweep)
-    options = PerfOptions(
-        gpu=gpu, batch=points.batches[0], seq_len=None if seq_len is None else points.seq_lens[0],
-        dtype=None if dtype is None else dtype.value,
+    result = api.load(spec, layers=layers).perf(
+        gpu, batch=batch, seq_len=seq_len, dtype=None if dtype is None else dtype.value,
         kv_dtype=None if kv_dtype is None else kv_dtype.value, mfu=mfu, train=train,
-        recompute=recompute.value, tokens=tokens, gpus=gpus, attention=attention.value,
-        convention=flop_convention(macs, causal_half, window, matmuls_only),
-    )
-    if points.is_sweep:
-        from tfcli.analysis.sweep import perf_sweep
-
-        emit_sweep(perf_sweep(model_spec, options, points), fmt, plot)
+        recompute=recompute.value, train_tokens=tokens, gpus=gpus, attention=attention.value,
+        convention=flop_convention(macs, causal_half, window, matmuls_only), plot=plot)
+    if isinstance(result, SweepResult):
+        emit_sweep(result, fmt, None)  # the chart's PNG, if asked for, is written
         return
-    estimate = build_perf_estimate(model_spec, options)
-    emit(estimate, fmt, lambda: render_perf(estimate))
+    emit(result, fmt, lambda: render_perf(result))

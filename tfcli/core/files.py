@@ -36,7 +36,37 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from tfcli.core.errors import BadInputError, OutputError
+from tfcli.core.errors import BadInputError, OutputError, shown
+
+_FILE_KINDS = (  # (test, words) for what a path may be instead of a regular file
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def file_kind(mode: int, kinds: tuple[tuple[Callable[[int], bool], str], ...] = _FILE_KINDS) -> str:
+    """What a stat mode that is not a regular file names, in words ("a FIFO (named pipe)")."""
+    return next((words for test, words in kinds if test(mode)), "not a regular file")
+
+
+def not_regular(path: Path, dangling: bool = True, expected: str = "a JSON file") -> str | None:
+    """What `path` is instead of a regular file (a loop, a FIFO, a folder and, with
+    `dangling`, a symlink to nothing), as a clause after its folder's name ("its config.json
+    is a directory, not a JSON file"); None when it is a regular file or absent."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:  # none, or a symlink to nothing
+        if dangling and path.is_symlink():
+            return f"its {path.name} is a symlink to {shown(os.readlink(path))}, which does not exist"
+        return None
+    except OSError as exc:  # a symlink loop, an unsearchable folder
+        return f"its {path.name} cannot be read: {exc.strerror or exc}"
+    if stat.S_ISREG(info.st_mode):
+        return None
+    kind = file_kind(info.st_mode, ((stat.S_ISDIR, "a directory"), *_FILE_KINDS))
+    return f"its {path.name} is {kind}, not {expected}"
 
 MAX_SHOWN_PATH = 80  # characters of a path quoted in a message (a 4,000-character name is legal)
 

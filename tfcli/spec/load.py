@@ -1,13 +1,12 @@
 """Reading specs: YAML text -> Spec, with every problem tied to a file, line and field.
 
-A spec argument is a path to a YAML file, the name of a bundled spec (`gpt2`), or a Hugging Face
-model directory holding config.json (handled by tfcli.checkpoints).
+The bundled specs (tfcli/specs/) and spec files; what kind of SPEC argument names them is
+tfcli.sources' question, asked once.
 """
 
 from __future__ import annotations
 
 import difflib
-import errno
 import os
 import stat
 import typing
@@ -27,22 +26,16 @@ from tfcli.core.errors import (
     clip,
     shown,
 )
+from tfcli.core.files import file_kind
 from tfcli.spec.model import FIELD_NAMES, Spec
 from tfcli.spec.yaml_reader import SpecLoader, YamlRefused, load_yaml, yaml11_hint
 
 _Loader = SpecLoader  # the loader of spec files, for code that reads a spec's raw mapping
 
 BUNDLED_DIR = "specs"  # tfcli/specs/, also reachable as the top-level specs/ link
-MODEL_CONFIG = "config.json"  # what makes a folder a Hugging Face model directory
 MAX_SPEC_BYTES = 256 * 1024  # bundled specs are 1-2 kB; reading is bounded, /dev/zero included
 MAX_SUGGESTED = 100  # unknown keys that get a did-you-mean; past that it is not a spec anyway
 MAX_SUGGEST_CHARS = 64  # longer words are not compared (difflib's cost grows with length)
-_FILE_KINDS = (  # (test, words) for what a spec path may be instead of a regular file
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"),
-)
 
 
 def bundled_spec_names() -> list[str]:
@@ -60,7 +53,7 @@ def bundled_spec_text(name: str) -> str:
     NAME`: the file to start a new spec from, where no git checkout has specs/)."""
     if not is_bundled_name(name):
         names = bundled_spec_names()
-        raise BadInputError(f"no bundled spec {shown(name, 60)}{_did_you_mean(name, names)} "
+        raise BadInputError(f"no bundled spec {shown(name, 60)}{did_you_mean(name, names)} "
                             f"(`tfcli specs` lists them)")
     return bundled_spec_path(name).read_text(encoding="utf-8")
 
@@ -69,130 +62,9 @@ def is_bundled_name(arg: str) -> bool:
     return "/" not in arg and not arg.endswith((".yaml", ".yml")) and arg in bundled_spec_names()
 
 
-def _exists(arg: str) -> bool:
-    try:
-        if Path(arg).exists():
-            return True
-        _check_links(Path(arg))
-        return False
-    except OSError as exc:  # ENAMETOOLONG, EACCES on a parent: exists() only hides ENOENT & co
-        raise SpecError(arg, [Problem("", f"cannot be read: {exc.strerror or exc}")]) from None
-
-
-def _check_links(path: Path) -> None:
-    """SpecError when `path` is missing because a symlink on it is broken: a loop, or a link
-    to nothing. exists() says False for both, which read as 'no such file' (or, for
-    `loop/x`, as a Hub id to fetch) when the user named a local path."""
-    for part in (*reversed(path.parents), path):
-        try:
-            if not part.is_symlink():
-                continue
-            os.stat(part)
-        except OSError as exc:
-            link = "is" if part == path else f"goes through {clip(str(part))}, which is"
-            if exc.errno == errno.ELOOP:
-                problem = f"{link} a symlink loop ({exc.strerror})"
-            elif exc.errno == errno.ENOENT and part.is_symlink():
-                problem = f"{link} a symlink to {shown(os.readlink(part))}, which does not exist"
-            else:
-                return  # a missing parent: plainly no such file
-            raise SpecError(str(path), [Problem("", problem)]) from None
-
-
-def hub_ref(arg: str) -> Any:
-    """The Hub reference (tfcli.checkpoints.hub.HubRef) `arg` names, or None: an argument is a
-    Hub id only when it is neither a bundled name nor a local path (see resolve_spec_path)."""
-    if not arg or is_bundled_name(arg) or _exists(arg):
-        return None
-    from tfcli.checkpoints.hub import parse_hub_id  # no huggingface_hub import here
-
-    return parse_hub_id(arg)
-
-
-def resolve_spec_path(arg: str) -> Path:
-    """Where a SPEC argument's spec comes from, in this order: a bundled name (`gpt2`: a local
-    folder of that name does not shadow it; `./gpt2` names the folder), a local file or model
-    directory, then a Hugging Face Hub id (`org/name[@revision]`: its config.json, fetched to
-    the Hub cache, whose snapshot folder is returned). A clear error otherwise."""
-    if not arg:  # Path('') is the current folder: `tfcli run ""` would load whatever is here
-        raise SpecError("''", [Problem("", "an empty spec name: give a spec file, a bundled "
-                                           "spec name or a model directory")])
-    if is_bundled_name(arg):
-        return bundled_spec_path(arg)
-    if _exists(arg):
-        return Path(arg)
-    ref = hub_ref(arg)
-    if ref is not None:
-        from tfcli.checkpoints.hub import fetch_config
-
-        return fetch_config(ref)
-    names = bundled_spec_names()
-    hint = _did_you_mean(arg, names)
-    raise SpecError(arg, [Problem("", f"no such file, bundled spec or Hub id (org/name){hint} "
-                                      f"(bundled: {', '.join(names)})")])
-
-
-def is_model_dir(path: str | os.PathLike[str]) -> bool:
-    """A Hugging Face model directory: a folder holding config.json (the spec argument of a
-    checkpoint, whose weights `run` and `generate` then load from the same folder)."""
-    path = Path(path)
-    try:
-        return path.is_dir() and (path / MODEL_CONFIG).is_file()
-    except OSError:  # a name too long, an unsearchable parent: not one (load_spec says why)
-        return False
-
-
-def _is_gguf(path: Path) -> bool:
-    """A GGUF checkpoint (llama.cpp's format), known by its magic, not its name."""
-    from tfcli.checkpoints.gguf.file import is_gguf
-
-    return is_gguf(path)
-
-
-def load_spec(arg: str) -> Spec:
-    """Load a spec from a path, a bundled name, or a Hugging Face model directory."""
-    path = resolve_spec_path(arg)
-    if path.name == MODEL_CONFIG and path.is_file():  # a model directory's config, named
-        path = path.parent
-    if is_model_dir(path):
-        from tfcli.checkpoints import spec_from_config_dir  # only when a directory is given
-
-        return spec_from_config_dir(path)
-    if path.is_dir():
-        raise SpecError(arg, [Problem("", _without_config(path))])
-    if _is_gguf(path):
-        from tfcli.checkpoints.gguf.spec import spec_from_gguf_file  # GGUF files only
-
-        return spec_from_gguf_file(str(path))
+def load_spec_file(path: Path) -> Spec:
+    """A YAML spec file -> Spec (bounded read, problems tied to lines and fields)."""
     return parse_spec_text(_read_text(path), source=str(path))
-
-
-def _without_config(path: Path) -> str:
-    """Why a folder is not a model directory: no config.json, or one that is not a file (a
-    symlink to nothing reads as none here: tests/cli/test_hostile_sweep2.py)."""
-    problem = config_problem(path, dangling=False)
-    return problem or "is a directory without config.json, not a spec file"
-
-
-def config_problem(folder: Path, dangling: bool = True) -> str | None:
-    """What `folder`'s config.json is instead of a regular file (a loop, a FIFO, a folder and,
-    with `dangling`, a symlink to nothing), as a clause after the folder's name; None when it
-    is a regular file or absent. The Hub cache's snapshots are described with it too."""
-    config = folder / MODEL_CONFIG
-    try:
-        info = os.stat(config)
-    except FileNotFoundError:  # none, or a symlink to nothing
-        if dangling and config.is_symlink():
-            return f"its {MODEL_CONFIG} is a symlink to {shown(os.readlink(config))}, which " \
-                   "does not exist"
-        return None
-    except OSError as exc:  # a symlink loop, an unsearchable folder
-        return f"its {MODEL_CONFIG} cannot be read: {exc.strerror or exc}"
-    if stat.S_ISREG(info.st_mode):
-        return None
-    kinds = ((stat.S_ISDIR, "a directory"), *_FILE_KINDS)
-    kind = next((words for test, words in kinds if test(info.st_mode)), "not a regular file")
-    return f"its {MODEL_CONFIG} is {kind}, not a JSON file"
 
 
 def _read_text(path: Path) -> str:
@@ -228,7 +100,7 @@ def _check_regular(path: Path, info: os.stat_result) -> None:
         if info.st_size > MAX_SPEC_BYTES:
             raise SpecError(str(path), [_too_big(f"is {info.st_size:,} bytes")])
         return
-    kind = next((words for test, words in _FILE_KINDS if test(info.st_mode)), "not a regular file")
+    kind = file_kind(info.st_mode)
     problem = Problem("", f"is {kind}, not a spec file; save the spec to a file")
     raise SpecError(str(path), [problem])
 
@@ -308,13 +180,13 @@ def _problem_from_pydantic(err: Any, lines: dict[str, int]) -> Problem:
     line = lines.get(loc[0]) if loc else None
     if err["type"] == "extra_forbidden":
         names = tuple(_model_at(loc[:-1]).model_fields) if loc else FIELD_NAMES
-        return Problem(field, f"unknown field{_did_you_mean(loc[-1] if loc else '', names)}", line)
+        return Problem(field, f"unknown field{did_you_mean(loc[-1] if loc else '', names)}", line)
     if err["type"] == "missing":
         return Problem(field, "is required", None)
     value = err.get("input")
     hint = ""
     if err["type"] == "literal_error" and isinstance(value, str) and loc:
-        hint = _did_you_mean(value, _literal_choices(loc))  # swiglue -> swiglu
+        hint = did_you_mean(value, _literal_choices(loc))  # swiglue -> swiglu
     elif err["type"] in _TYPE_ERRORS and isinstance(value, str):
         hint = yaml11_hint(value)  # `bias: yes`, `n_layers: 1_000`: numbers in YAML 1.1 only
     return Problem(field, f"{_message(err)} (got {shown(value)}){hint}", line)
@@ -360,7 +232,7 @@ def _message(err: Any) -> str:
     return message.replace("Input should be", "must be").replace("String should have", "must have")
 
 
-def _did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
+def did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
     close = _closest(word, choices)
     return f"; did you mean '{close}'?" if close else ""
 
@@ -370,3 +242,4 @@ def _closest(word: str, choices: tuple[str, ...] | list[str]) -> str | None:
         return None
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return close[0] if close else None
+

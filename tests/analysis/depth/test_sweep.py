@@ -29,7 +29,7 @@ from tfcli.render.depth import (
     PLOT_NEEDS_MATPLOTLIB, _save_atomically, render_depth_sweep, terminal_chart, write_png,
 )
 from tfcli.spec.model import Spec
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 ALL_VARIANTS = ("pre", "post", "plain", "residual-no-norm")
 

@@ -11,7 +11,7 @@ import pytest
 from tfcli.analysis.gpus import cpu_probe
 from tfcli.analysis.gpus import catalog as gpus
 from tfcli.analysis.perf.estimate import PerfOptions, build_perf_estimate
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 @pytest.mark.parametrize(("d_model", "width"), [(None, None), (32, 256), (768, 768),

@@ -14,7 +14,7 @@ from tfcli.analysis.memory.plan import (MemoryOptions, build_memory_plan, lora_p
                                         optimizer_bytes, parameter_tensors, weight_bytes)
 from tfcli.core.errors import BadInputError
 from tfcli.spec.counts import total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 LLAMA = load_spec("llama-2-7b")
 TRAIN = MemoryOptions(seq_len=4096, train=True)

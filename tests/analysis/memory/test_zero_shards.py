@@ -13,7 +13,7 @@ from tfcli.analysis.memory.plan import (MemoryOptions, build_memory_plan, elemen
                                         parameter_tensor_sizes)
 from tfcli.core.errors import BadInputError
 from tfcli.spec.counts import total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 TINY = load_spec("lesson-tiny")  # 16,704 parameters in tensors as small as 16 values
 TRAIN = MemoryOptions(seq_len=8, train=True)

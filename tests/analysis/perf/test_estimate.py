@@ -15,7 +15,7 @@ from tfcli.analysis.trace.build import build_trace
 from tfcli.analysis.trace.rows import TraceRow
 from tfcli.core.errors import BadInputError
 from tfcli.spec.counts import inactive_expert_parameters, total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 # 1 TFLOP/s in every dtype, 1 TB/s: seconds are FLOPs / 1e12 or bytes / 1e12
 UNIT = Accelerator("unit", (), "test", 2**34, 1.0, 1.0, 1.0, 1.0, 1e12, "https://example.org")

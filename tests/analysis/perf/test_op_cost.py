@@ -18,7 +18,7 @@ from tfcli.analysis.trace.build import build_trace
 from rich.console import Console
 
 from tfcli.render.perf import render_perf
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 UNIT = Accelerator("unit", (), "test", 2**34, 1.0, 1.0, 1.0, 1.0, 1e12, "https://example.org")
 COSTLY = dataclasses.replace(UNIT, name="costly", op_seconds=1e-5)  # 10 us per op

@@ -30,7 +30,8 @@ from tfcli.engine.init import init_weights
 from tfcli.engine.weights import named_arrays
 from tfcli.core.errors import BadInputError, SpecConsistencyError, SpecError
 from tfcli.spec.model import FLOAT32_TINY, INIT_STD_RANGE, Spec
-from tfcli.spec.load import load_spec, parse_spec_text
+from tfcli.spec.load import parse_spec_text
+from tfcli.sources import load_spec
 
 # A decoder without any norm: init_std 100 multiplies the residual stream by ~1e4 per block, so
 # float32 overflows inside block 2 while float64 (max 1.8e308) stays finite for all 4 blocks.

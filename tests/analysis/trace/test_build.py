@@ -14,7 +14,8 @@ from tfcli.analysis.trace.build import TraceReport, build_trace
 from tfcli.analysis.trace.check import compare, execute_bytes, execute_check
 from tfcli.core.errors import BadInputError
 from tfcli.spec.model import Spec
-from tfcli.spec.load import bundled_spec_names, load_spec
+from tfcli.spec.load import bundled_spec_names
+from tfcli.sources import load_spec
 
 BUNDLED = bundled_spec_names()
 BIG = {"llama-2-7b", "llama-3-8b", "llama-3.1-8b", "llama-3.2-1b", "mistral-7b", "mixtral-8x7b"}  # > 1 GB per block + tables

@@ -10,7 +10,7 @@ from tfcli.analysis.trace.conventions import (
     MATMUL_OPS, PAIR_OPS, FlopConvention, apply_convention, pair_fraction,
 )
 from tfcli.analysis.trace.build import build_trace
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 
 

@@ -16,7 +16,7 @@ from tfcli.analysis.trace.check import execute_bytes, execute_check, layers_that
 from tfcli.analysis.trace.rows import expand_rows
 from tfcli.core.errors import BadInputError
 from tfcli.spec.counts import total_parameters
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "tiny-mla.yaml"
 # tiny-mla: d=32, H=4, q_lora 24, r=16, dr=4, dn=8, dv=6 (qk = 12), 8 experts of 16, top 2

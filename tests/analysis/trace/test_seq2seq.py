@@ -10,7 +10,7 @@ import pytest
 
 from tfcli.analysis.trace.build import build_trace
 from tfcli.analysis.trace.check import execute_check
-from tfcli.spec.load import load_spec
+from tfcli.sources import load_spec
 
 SEQ2SEQ = ["mt5-small", "umt5-small"]
 

@@ -11,16 +11,14 @@ activations over N sequences, T5's relative bias (H, T, T) and the (B, T, T) cos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tfcli.analysis.depth.options import DepthSweepOptions
 from tfcli.analysis.allocation import MemoryEstimate, forward_activation_bytes
 from tfcli.spec.counts import total_parameters
 from tfcli.spec.model import Spec
 
-if TYPE_CHECKING:
-    from tfcli.analysis.depth.sweep import DepthSweepOptions
 
 MAX_DEPTH = 10_000  # layers per sweep: a lesson sweeps to 64; Python's per-layer cost bounds it
 MAX_SWEEP_WORK = 2e13  # FLOPs (+ 20 per weight drawn): ~30 min at 10 GFLOP/s on a busy laptop

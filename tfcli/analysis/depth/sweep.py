@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
+from tfcli.analysis.depth.options import DepthSweepOptions
 from tfcli.analysis.depth.result import DepthPoint, DepthSweepResult, VariantSummary, flags_for
 from tfcli.analysis.depth.stack import (
     SUBLAYERS, VARIANTS, LayerBuilder, Measurement, SweepRecord, linear_builder, run_stack,
@@ -66,27 +67,6 @@ LINEAR_NORM_EPS = 1e-5  # the lessons' layer_norm eps
 # Spec overrides a sublayer never reads: linear takes only d_model (and the spec's norm eps).
 _UNUSED_BY = {"linear": {"init_std", "n_heads", "n_kv_heads", "d_ff"},
               "attention": {"d_ff"}, "ffn": {"n_heads", "n_kv_heads"}}
-
-
-@dataclass(frozen=True)
-class DepthSweepOptions:
-    """Every knob of `tfcli depth-sweep`; one field per flag."""
-
-    depths: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)  # --depths 1,2,4 (each once; run sorted)
-    variants: tuple[str, ...] = ("pre", "post", "plain")  # --variants, from VARIANTS
-    sublayer: str = "block"  # --sublayer block|attention|ffn|linear
-    seq_len: int = 16  # --seq-len: positions per sequence
-    batch: int = 1  # --batch: sequences
-    seed: int = 0  # --seed
-    dtype: str = "float64"  # --dtype float64|float32 (activations and weights)
-    share_weights: bool = False  # --share-weights: one layer reused at every depth
-    weight_scale: float | None = None  # --weight-scale, linear only; default 1/sqrt(d_model)
-    # --d-model, --n-heads, --d-ff, --init-std, ...: spec fields, applied with spec.replace.
-    # A None value means "not given" and is skipped. Without a spec only d_model is allowed.
-    overrides: Mapping[str, Any] = field(default_factory=dict)
-    n_directions: int = 3  # --directions: random directions averaged for the gain
-    fd_step: float | None = None  # --fd-step: relative step h/||x||; default eps^(1/3) of dtype
-    causal: bool | None = None  # None: causal iff the spec is a decoder
 
 
 def run_depth_sweep(

@@ -5,8 +5,8 @@ first, then ungated shared experts; a softmax or sigmoid, optionally group-limit
 Notation: N tokens, H heads, dq = qk_nope_head_dim + qk_rope_head_dim (d_head), dn the nope
 part, dr the RoPE part, dv = v_head_dim, r = kv_lora_rank, rq = q_lora_rank, E experts, k
 routed per token, S = N x k routed slots, G groups, g = topk_groups, `it` the compute dtype's
-bytes. Inference figures are in elements of the compute dtype (activations.py's unit),
-saved figures in bytes (saved_activations.py's).
+bytes. Inference figures are in elements of the compute dtype (live.py's unit),
+saved figures in bytes (saved_parts.py's).
 
 torch's CPU sdpa runs its flash kernel only when q, k and v have one head width: MLA's dq and
 dv differ in every released DeepSeek (192 and 128), so sdpa falls back to the math path,
@@ -16,12 +16,8 @@ memory-efficient kernel takes dq != dv without materialising them: not measured 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from tfcli.analysis.memory.base import Workload
 from tfcli.spec.model import Spec
-
-if TYPE_CHECKING:  # activations.py imports this module
-    from tfcli.analysis.memory.activations import Workload
 
 FLOAT32 = 4
 INT64 = 8
@@ -103,7 +99,7 @@ def _experts_live(spec: Spec, work: Workload) -> float:
     the gate/up product, activation and gated product, or after the down projection beside
     its output, the weighted output and its unsorted copy, both float32 (the router's
     weights stay float32: measured in bfloat16); the router's top-k and sorts as
-    activations.moe_live counts them."""
+    live.moe_live counts them."""
     s, n, it = spec, work.tokens, work.itemsize
     slots = n * s.experts_per_token
     routing = n * (FLOAT32 * s.n_experts + 44 * s.experts_per_token) / it

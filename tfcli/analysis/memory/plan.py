@@ -17,13 +17,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from tfcli.analysis.memory.activations import ATTENTION_KINDS, Workload, inference_peak
-from tfcli.analysis.memory.falcon import FALCON_QKV, new_architecture
+from tfcli.analysis.memory.base import FALCON_QKV
+from tfcli.analysis.memory.layouts.falcon import new_architecture
 from tfcli.analysis.memory.saved import RECOMPUTE, SavedActivations, saved_activations
 from tfcli.analysis.memory.saved_lora import lora_saved_activations
 from tfcli.core.dtypes import DTYPE_BYTES, MEMORY_DTYPES
 from tfcli.core.errors import BadInputError, check_names_listed_once, not_one_of, shown
 from tfcli.spec.counts import (ATTENTION, FFN, Component, components, kv_cache_bytes,
-                          total_parameters)
+                               total_parameters)
 from tfcli.spec.model import Spec
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "adam8bit")

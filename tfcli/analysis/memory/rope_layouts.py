@@ -1,5 +1,5 @@
 """What transformers' partial-rotary (GPT-J, Phi, StableLM) and OLMo 2 modules hold beyond the
-generic layers of activations.py / saved_activations.py, by what the spec says of them.
+generic layers of live.py / saved_parts.py, by what the spec says of them.
 
 Partial rotary (rotary_width < d_head, q/k/v unfused): the attention slices q and k into a
 rotated part and a pass-through view, rotates the first and concatenates the two, so the q and
@@ -18,24 +18,20 @@ GPT-J (interleaved pairs) repeats sin and cos per rotation and takes eager q and
 OLMo 2 (q/k RMS norms over the whole projection: the only family with them): its RoPE runs in
 float32 (float32 cos and sin, the products upcast) and casts back, and its RMSNorm multiplies
 by the weight before casting back, so autograd saves the normed values in float32.
-Sizes are in elements of the compute dtype, as in activations.py.
+Sizes are in elements of the compute dtype, as in live.py.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from tfcli.analysis.memory.base import Workload
 from tfcli.spec.model import Spec
-
-if TYPE_CHECKING:  # activations.py imports this module
-    from tfcli.analysis.memory.activations import Workload
 
 FLOAT32 = 4
 
 
 def partial_rope(spec: Spec, fused: frozenset[str]) -> bool:
-    """RoPE on part of each head through separate q / k projections (a fused one: activations'
-    fused_qkv_extra, falcon_memory)."""
+    """RoPE on part of each head through separate q / k projections (a fused one:
+    base.fused_qkv_extra, layouts/falcon.py)."""
     return (spec.positions == "rope" and spec.rotary_width < spec.head_dim
             and not fused & {"qkv", "falcon_qkv"} and not spec.latent_attention)
 
@@ -99,7 +95,7 @@ def _olmo2_rope_phase(spec: Spec, work: Workload, eager: bool) -> tuple[str, flo
 
 def adjust_phases(spec: Spec, work: Workload, eager: bool, fused: frozenset[str],
                   phases: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """activations.hf_phases' phases with what these modules hold more."""
+    """live.hf_phases' phases with what these modules hold more."""
     n, d = work.tokens, spec.d_model
     attention = partial_rope_kept(spec, n, fused)
     # sdpa's (B, H, T, dh) output and its transposed copy at once

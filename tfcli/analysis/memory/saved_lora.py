@@ -21,9 +21,8 @@ Checked against saved_tensors_hooks on Llama and BERT with adapters on q, v and 
 from __future__ import annotations
 
 from tfcli.analysis.memory import window as window_memory
-from tfcli.analysis.memory.activations import GATE_OF, Workload
-from tfcli.analysis.memory.saved import (FLOAT32, SAVED_BY_ACTIVATION, SAVED_BY_GATE,
-                                              SavedActivations)
+from tfcli.analysis.memory.base import (FLOAT32, GATE_OF, SAVED_BY_ACTIVATION, SAVED_BY_GATE,
+                                        SavedActivations, Workload)
 from tfcli.core.errors import BadInputError
 from tfcli.spec.model import Spec
 

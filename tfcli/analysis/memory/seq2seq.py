@@ -1,11 +1,13 @@
 """Encoder-decoders' inference live set in transformers (BART, T5): the encoder stack's phases,
 then the decoder's beside the encoder output, each decoder block's cross-attention, and T5's
 relative position bias (held through every phase, its bucketing temporaries). Built on
-activations.py's transformers phases (docs/memory.md, "Encoder-decoders")."""
+live.py's transformers phases (docs/memory.md, "Encoder-decoders"); layouts/t5.py and
+layouts/bart.py walk their stacks with it."""
 
 from __future__ import annotations
 
-from tfcli.analysis.memory.activations import Workload, hf_phases, qkv_elements
+from tfcli.analysis.memory.base import Phase, Workload, qkv_elements
+from tfcli.analysis.memory.live import hf_phases, learned_held
 from tfcli.spec.model import Spec
 
 
@@ -39,7 +41,7 @@ def relative_bias(spec: Spec, work: Workload, eager: bool, decoder: bool) -> tup
 
 
 def bucket_phase(spec: Spec, work: Workload, eager: bool, decoder: bool,
-                  beside: float) -> list[tuple[str, float]]:
+                  beside: float) -> list[Phase]:
     """T5's compute_bias in a stack's first block, beside the embedding, the normed input and
     q, k, v (and `beside`): _relative_position_bucket's int64 (T, S) temporaries, 6 and a
     boolean one at once bidirectional (encoder), 5 and one causal (decoder), or after it the
@@ -54,16 +56,17 @@ def bucket_phase(spec: Spec, work: Workload, eager: bool, decoder: bool,
 
 
 def seq2seq_phases(spec: Spec, work: Workload, eager: bool,
-                    fused: frozenset[str]) -> list[tuple[str, float]]:
+                    fused: frozenset[str]) -> list[Phase]:
     """An encoder-decoder (BART, T5): the encoder's phases, then the decoder's with the
     encoder's output (N, d) held beside them, and each decoder block's cross-attention: q over
     the targets, k and v over the sources (S = T: one --seq-len), the scores and softmax
     (eager) or sdpa's output, beside the self-attention's returned probabilities (eager)."""
     encoder, decoder = stacks(spec)
     n, d, t = work.tokens, spec.d_model, work.seq_len
-    phases: list[tuple[str, float]] = []
+    phases: list[Phase] = []
     for stack, name, beside in ((encoder, "encoder", 0), (decoder, "decoder", n * d)):
         held, attention = relative_bias(spec, work, eager, stack is decoder)
+        held += learned_held(stack, work) if stack is decoder else 0  # BART's embed_positions
         phases += [(f"{name} {phase}",
                     e + beside + held + (attention if phase == "attention scores" else 0))
                    for phase, e in hf_phases(stack, work, eager, fused)]

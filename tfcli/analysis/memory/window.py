@@ -1,5 +1,5 @@
 """What transformers' sliding-window and soft-capped decoders (Mistral, Gemma 2, Gemma 3) hold
-beyond the generic layers of activations.py / saved_activations.py, measured on
+beyond the generic layers of live.py / saved_parts.py, measured on
 MistralForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM (tests/parity/
 test_memory_torch_windows.py; docs/memory.md has the figures).
 
@@ -23,7 +23,7 @@ Sizes are in elements of the compute dtype unless a name says bytes.
 
 from __future__ import annotations
 
-from tfcli.analysis.memory.activations import Workload
+from tfcli.analysis.memory.base import Workload
 from tfcli.spec.model import Spec
 
 FLOAT32 = 4
@@ -124,7 +124,7 @@ def lora_masked_saved(spec: Spec, work: Workload, attention: str, block0_grad: b
 
 def layer_saved(spec: Spec, work: Workload, attention: str, selective: bool,
                 masked: bool, tp: int = 1) -> float:
-    """Bytes one block saves beyond saved_activations' generic block: Gemma's norms, the
+    """Bytes one block saves beyond saved_parts' generic block: Gemma's norms, the
     soft-capped scores' tanh (not under selective recomputation), and on a masked sdpa layer
     the float mask copy and K and V repeated to every head. Under tensor parallelism each GPU
     holds 1/tp of the heads (the scores, the repeats); the norms and the mask are replicated."""
@@ -140,8 +140,8 @@ def layer_saved(spec: Spec, work: Workload, attention: str, selective: bool,
 
 def saved_parts(spec: Spec, work: Workload, attention: str, recompute: str,
                 tp: int = 1) -> list[tuple[str, float]]:
-    """saved_activations' parts for these decoders (none for any other spec), on each of `tp`
-    tensor-parallel GPUs (the soft-capped logits vocabulary-parallel, as the loss)."""
+    """saved_parts.generic_saved's parts for these decoders (none for any other spec), on each
+    of `tp` tensor-parallel GPUs (the soft-capped logits vocabulary-parallel, as the loss)."""
     parts: list[tuple[str, float]] = []
     if recompute != "full":
         masked = masked_layers(spec, work)

@@ -1,5 +1,6 @@
-"""Falcon's own modules in the memory planner: transformers' FalconForCausalLM (FalconModel,
-FalconAttention), which share nothing with the Llama-style layers activations.hf_phases walks.
+"""Falcon's own modules as the memory planner's layout `falcon`: transformers' FalconForCausalLM
+(FalconModel, FalconAttention), which share nothing with the Llama-style layers live.hf_phases
+walks.
 
 What differs, as measured op by op (tests/parity/test_memory_torch_falcon.py):
 - the model always materialises the causal mask (create_causal_mask(allow_is_causal_skip=False)):
@@ -19,7 +20,7 @@ What differs, as measured op by op (tests/parity/test_memory_torch_falcon.py):
   loop's `outputs` keeps the previous layer's probabilities alive through the next layer.
 
 The spec describes the maths, not the module layout, so the caller says (`falcon_qkv` in
-MemoryOptions.fused, activations.FUSED_MODULES["falcon"]). The old layout is told from the spec:
+MemoryOptions.fused, activations.FUSED_MODULES["falcon"]): the registry's explicit key. The old layout is told from the spec:
 parallel blocks with one norm (or sequential ones) and 1 or H key/value heads; a Falcon 2-style
 new_decoder_architecture checkpoint with one norm and 1 or H key/value heads is taken as old.
 Sizes are in elements of the compute dtype unless a name says bytes.
@@ -27,12 +28,13 @@ Sizes are in elements of the compute dtype unless a name says bytes.
 
 from __future__ import annotations
 
-from tfcli.analysis.memory.activations import HF_ACTIVATION_TENSORS, Workload
+from tfcli.analysis.memory.base import (FALCON_QKV, FLOAT32, HF_ACTIVATION_TENSORS, INT64, Phase,
+                                        SavedActivations, Workload, rounded)
+from tfcli.analysis.memory.saved_parts import generic_saved
 from tfcli.core.errors import BadInputError
 from tfcli.spec.model import Spec
 
-FALCON_QKV = "falcon_qkv"
-FLOAT32, INT64, BOOL = 4, 8, 1
+BOOL = 1
 
 
 def check_falcon_shaped(spec: Spec) -> None:
@@ -76,7 +78,7 @@ def _held(spec: Spec, work: Workload, eager: bool) -> float:
 
 
 def _attention_phases(spec: Spec, work: Workload, eager: bool, base: float
-                      ) -> list[tuple[str, float]]:
+                      ) -> list[Phase]:
     """The attention's phases beside `base` (held, the block input, its norms, the previous
     layer's probabilities). P = B x H x T x S scores."""
     s, n, t = spec, work.tokens, work.seq_len
@@ -108,7 +110,7 @@ def _attention_phases(spec: Spec, work: Workload, eager: bool, base: float
             ("attention output", after + q + n * s.d_model)]
 
 
-def falcon_phases(spec: Spec, work: Workload, eager: bool) -> list[tuple[str, float]]:
+def falcon_phases(spec: Spec, work: Workload, eager: bool) -> list[Phase]:
     """Live elements per phase of FalconForCausalLM's forward (no_grad, use_cache=False): the
     layer loop holds the block input and (eager) the previous layer's probabilities, the
     block its norms' outputs (two_norms: ln_attn and ln_mlp both, before the attention)."""
@@ -152,3 +154,16 @@ def falcon_attention_saved(spec: Spec, work: Workload, attention: str) -> tuple[
                 probs)
     mask = it * work.batch * t * t
     return it * 3 * q + FLOAT32 * work.batch * s.n_heads * t + mask + fused_v, 0
+
+
+def live(spec: Spec, work: Workload, attention: str, fused: frozenset[str]) -> list[Phase]:
+    check_falcon_shaped(spec)
+    return falcon_phases(spec, work, attention == "eager")
+
+
+def saved(spec: Spec, work: Workload, attention: str, recompute: str, tp: int, dropout: bool,
+          fused: frozenset[str]) -> SavedActivations:
+    """The generic blocks around Falcon's attention (falcon_attention_saved)."""
+    check_falcon_shaped(spec)
+    return rounded(*generic_saved(spec, work, attention, recompute, tp, dropout, fused,
+                                  falcon_attention_saved))

@@ -1,5 +1,5 @@
-"""What transformers' ModernBertModel holds and saves, where it differs from the generic layers of
-activations.py / saved_activations.py (measured on small random ModernBertModel instances:
+"""transformers' ModernBertModel as the memory planner's layout `modernbert`: what it holds and
+saves, where it differs from the generic layers of live.py / saved_parts.py (measured on small random ModernBertModel instances:
 tests/parity/test_memory_torch_modernbert.py; docs/memory.md has the figures).
 
 transformers 5.24 runs ModernBERT padded (no unpadding) with eager or sdpa attention:
@@ -24,17 +24,14 @@ Sizes are in elements of the compute dtype unless a name says bytes.
 
 from __future__ import annotations
 
-from tfcli.analysis.memory.activations import Workload, fused_qkv_extra
+from tfcli.analysis.memory import window as window_memory
+from tfcli.analysis.memory.base import (FLOAT32, Part, Phase, SavedActivations, Workload,
+                                        fused_qkv_extra, rounded)
+from tfcli.analysis.memory.saved_parts import generic_saved
 from tfcli.core.errors import BadInputError
 from tfcli.spec.model import Spec
 
-FLOAT32 = 4
 MASK_BUILD_BYTES = 16  # q - k and |q - k|, int64 each, per (T, S) entry
-
-
-def modernbert_shaped(spec: Spec) -> bool:
-    """An encoder with RoPE: transformers' only such module is ModernBERT's."""
-    return spec.family == "encoder" and spec.positions == "rope"
 
 
 def check_modernbert_shaped(spec: Spec) -> None:
@@ -71,7 +68,7 @@ def _held(spec: Spec, work: Workload, eager: bool) -> float:
 
 
 def _layer_phases(spec: Spec, work: Workload, eager: bool, kind: str,
-                  later: bool) -> list[tuple[str, float]]:
+                  later: bool) -> list[Phase]:
     s, n, d, b, t, it = spec, work.tokens, spec.d_model, work.batch, work.seq_len, work.itemsize
     held = _held(s, work, eager)
     x_in = n * d if later else 0  # the layer loop's input (block 0's is the embedding)
@@ -96,11 +93,11 @@ def _layer_phases(spec: Spec, work: Workload, eager: bool, kind: str,
     ]
 
 
-def hf_phases(spec: Spec, work: Workload, eager: bool) -> list[tuple[str, float]]:
+def hf_phases(spec: Spec, work: Workload, eager: bool) -> list[Phase]:
     """Live elements per phase of ModernBertModel's forward (no_grad)."""
     check_modernbert_shaped(spec)
     t = work.seq_len
-    phases: list[tuple[str, float]] = []
+    phases: list[Phase] = []
     if masked(spec, work):  # the embedding output beside the mask's int64 distances
         phases.append(("local mask", work.tokens * spec.d_model + MASK_BUILD_BYTES * t * t
                        / work.itemsize))
@@ -128,12 +125,12 @@ def _mask_copy(spec: Spec, work: Workload, attention: str) -> float:
 
 
 def saved_parts(spec: Spec, work: Workload, attention: str, recompute: str,
-                tp: int = 1) -> list[tuple[str, float]]:
+                tp: int = 1) -> list[Part]:
     """Bytes ModernBertModel saves beyond the generic blocks (composed with a fused gate|up and
     block 0 without an attention norm): the whole Wqkv outputs, the local sdpa calls' float
     mask copies, the second RoPE pair; ModernBertForMaskedLM's head transform."""
     check_modernbert_shaped(spec)
-    parts: list[tuple[str, float]] = []
+    parts: list[Part] = []
     if recompute != "full":  # (checkpointed blocks keep their inputs only)
         if _wqkv_kept(spec, work, attention):
             parts.append(("Wqkv outputs",
@@ -154,3 +151,18 @@ def saved_parts(spec: Spec, work: Workload, attention: str, recompute: str,
 def block_extra(spec: Spec, work: Workload, attention: str, tp: int = 1) -> float:
     """One recomputed block's bytes beyond the generic block's (a local one's, the larger)."""
     return (_wqkv_kept(spec, work, attention) + _mask_copy(spec, work, attention)) / tp
+
+
+def live(spec: Spec, work: Workload, attention: str, fused: frozenset[str]) -> list[Phase]:
+    """ModernBertModel's phases (its own fixed layout: `fused` does not apply)."""
+    return hf_phases(spec, work, attention == "eager")
+
+
+def saved(spec: Spec, work: Workload, attention: str, recompute: str, tp: int, dropout: bool,
+          fused: frozenset[str]) -> SavedActivations:
+    """The generic blocks with Wi a fused gate|up, and what saved_parts and block_extra add."""
+    attention = window_memory.softcapped_as_eager(spec, attention)
+    parts, block = generic_saved(spec, work, attention, recompute, tp, dropout,
+                                 frozenset({"gate_up"}))
+    parts += saved_parts(spec, work, attention, recompute, tp)
+    return rounded(parts, block + block_extra(spec, work, attention, tp))

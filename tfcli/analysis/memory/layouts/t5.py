@@ -1,8 +1,10 @@
-"""What autograd saves in one training forward pass of a model with T5's relative position
-bias (T5, mT5, UMT5; T5ForConditionalGeneration or T5EncoderModel), as transformers' T5
-modules run: the bytes saved_tensors_hooks sees, each storage once. Built from the same
-op-by-op facts as saved_activations (whose norm, MLP and outside-the-blocks counts it reuses),
-plus what T5's modules do differently, each measured (tests/parity/test_memory_torch_t5.py):
+"""transformers' T5 modules (T5, mT5, UMT5; T5ForConditionalGeneration or T5EncoderModel: a
+model with T5's relative position bias) as the memory planner's layout `t5`. Inference: an
+encoder-decoder's two stacks walked by seq2seq.py, T5EncoderModel as the generic layers
+(live.py) with the bias its stack holds. Training: what autograd saves, the bytes
+saved_tensors_hooks sees, each storage once. Built from the same op-by-op facts as
+saved_parts.py (whose norm, MLP and outside-the-blocks counts it reuses), plus what T5's
+modules do differently, each measured (tests/parity/test_memory_torch_t5.py):
 
 - compute_bias embeds an int64 (T, S) bucket table, which the embedding's backward keeps
   (8 bytes a score, once a stack: its first block computes the bias and passes it on; UMT5
@@ -27,20 +29,22 @@ plus what T5's modules do differently, each measured (tests/parity/test_memory_t
 
 from __future__ import annotations
 
-from tfcli.analysis.memory.activations import Workload
-from tfcli.analysis.memory.seq2seq import stacks
-from tfcli.analysis.memory.saved import (FLOAT32, SAVED_BY_ACTIVATION, SAVED_BY_GATE,
-                                              SavedActivations, _attention_core, _mlp_saved,
-                                              _norm_saved, _outside_blocks)
+from tfcli.analysis.memory import window as window_memory
+from tfcli.analysis.memory.base import (FLOAT32, INT64, SAVED_BY_ACTIVATION, SAVED_BY_GATE, Part,
+                                        Phase, SavedActivations, Workload)
+from tfcli.analysis.memory.live import layer_phases
+from tfcli.analysis.memory.saved_parts import (attention_core, mlp_saved, norm_saved,
+                                               outside_blocks)
+from tfcli.analysis.memory.seq2seq import (bucket_phase, relative_bias, seq2seq_phases, stacks)
+from tfcli.core.errors import BadInputError
 from tfcli.spec.model import Spec
 
-INT64 = 8
 BOOL = 1
 
 
 def _norm_copy(work: Workload, d: int) -> float:
     """T5LayerNorm in 16 bits: the input it multiplies by rsqrt, saved beside its float32 copy
-    (_norm_saved's RMS norm counts the copy, rsqrt and the normed values)."""
+    (norm_saved's RMS norm counts the copy, rsqrt and the normed values)."""
     return work.itemsize * work.tokens * d if work.itemsize < FLOAT32 else 0
 
 
@@ -64,7 +68,7 @@ def _cross_attention(spec: Spec, work: Workload, attention: str, selective: bool
     """Eager as self-attention; sdpa (a zero bias without gradient) flash's q, k, v and
     logsumexp, or with dropout the math path again (torch CPU)."""
     if attention == "sdpa" and not dropout:
-        return _attention_core(spec, work, "sdpa")[0]
+        return attention_core(spec, work, "sdpa")[0]
     return _self_attention(spec, work, attention, selective, dropout)
 
 
@@ -75,7 +79,7 @@ def _mlp(spec: Spec, work: Workload, dropout: bool) -> float:
     the undropped input: the gating product is then saved by nothing, relu's output still
     by relu."""
     hidden = work.itemsize * work.tokens * spec.d_ff
-    saved = _mlp_saved(spec, work)
+    saved = mlp_saved(spec, work)
     if spec.gated and spec.activation == "geglu_tanh":
         saved += (SAVED_BY_ACTIVATION["gelu_tanh"] - SAVED_BY_GATE["gelu_tanh"]) * hidden
     return saved + ((1 if spec.gated else 2) * hidden if dropout else 0)
@@ -94,7 +98,7 @@ def _block(stack: Spec, work: Workload, attention: str, selective: bool, tp: int
     sharded += _mlp(stack, work, dropout)
     if decoder:
         sharded += _cross_attention(stack, work, attention, selective, dropout) + o_input
-    norm = _norm_saved(stack, work) + _norm_copy(work, d)
+    norm = norm_saved(stack, work) + _norm_copy(work, d)
     saved = sublayers * (norm + it * n * d + (it * n * d if dropout else 0))
     if decoder and attention == "sdpa":
         saved += BOOL * work.seq_len ** 2
@@ -102,7 +106,7 @@ def _block(stack: Spec, work: Workload, attention: str, selective: bool, tp: int
 
 
 def _bias_parts(stack: Spec, work: Workload, attention: str, recompute: str, tp: int,
-                decoder: bool, dropout: bool) -> list[tuple[str, float]]:
+                decoder: bool, dropout: bool) -> list[Part]:
     """The relative bias outside the blocks: its bucket tables (one a stack, or one a block
     with per-layer tables), or under checkpointing what the blocks take as arguments."""
     t, it = work.seq_len, work.itemsize
@@ -123,7 +127,7 @@ def _bias_parts(stack: Spec, work: Workload, attention: str, recompute: str, tp:
 
 
 def _stack(stack: Spec, work: Workload, attention: str, recompute: str, tp: int,
-           dropout: bool, decoder: bool) -> tuple[list[tuple[str, float]], float]:
+           dropout: bool, decoder: bool) -> tuple[list[Part], float]:
     """(parts, one block's full saved set) of one stack."""
     block = _block(stack, work, attention, recompute == "selective", tp, dropout, decoder)
     kept = work.itemsize * work.tokens * stack.d_model if recompute == "full" else block
@@ -131,7 +135,7 @@ def _stack(stack: Spec, work: Workload, attention: str, recompute: str, tp: int,
     parts += _bias_parts(stack, work, attention, recompute, tp, decoder, dropout)
     # T5's CrossEntropyLoss takes the logits as they are: its log-softmax in the compute dtype
     parts += [(name, b * work.itemsize / FLOAT32 if name == "loss log-softmax" else b)
-              for name, b in _outside_blocks(stack, work, recompute, tp)]
+              for name, b in outside_blocks(stack, work, recompute, tp)]
     if stack.final_norm and work.itemsize < FLOAT32:
         parts.append(("final norm's input", _norm_copy(work, stack.d_model)))
     if decoder:  # shifted from the labels: a new int64 tensor the embedding's backward keeps
@@ -143,12 +147,12 @@ def _stack(stack: Spec, work: Workload, attention: str, recompute: str, tp: int,
     return parts, full
 
 
-def relative_saved(spec: Spec, work: Workload, attention: str, recompute: str, tp: int = 1,
-                   dropout: bool = False) -> SavedActivations:
+def saved(spec: Spec, work: Workload, attention: str, recompute: str, tp: int = 1,
+          dropout: bool = False, fused: frozenset[str] = frozenset()) -> SavedActivations:
     """Bytes autograd saves for a relative-position spec: an encoder-decoder's two stacks (the
     encoder's output saved once, as its head input: the decoder's k/v projections read it), or
     one stack (T5EncoderModel: its output read by whatever loss follows)."""
-    named: list[tuple[str, float]] = []
+    named: list[Part] = []
     blocks: list[float] = []
     if spec.family == "encoder-decoder":
         encoder, decoder = stacks(spec)
@@ -161,3 +165,20 @@ def relative_saved(spec: Spec, work: Workload, attention: str, recompute: str, t
         blocks.append(full)
     return SavedActivations(tuple((name, int(round(b))) for name, b in named),
                             int(round(max(blocks))))
+
+
+def live(spec: Spec, work: Workload, attention: str, fused: frozenset[str]) -> list[Phase]:
+    """An encoder-decoder's stacks (seq2seq.py), or T5EncoderModel: the generic layers with
+    the bias its stack holds and compute_bias's buckets."""
+    if spec.relative_bias_per_layer:
+        # UMT5: every block makes and frees its own biases (T5's shared ones taken for them
+        # measured 1.09-1.30 of UMT5ForConditionalGeneration's live set)
+        raise BadInputError(f"{spec.name}: the inference live set with a relative bias table "
+                            "per block (UMT5) is not modelled yet (its training activations are)")
+    if spec.family == "encoder-decoder":
+        return seq2seq_phases(spec, work, attention == "eager", fused)
+    eager = window_memory.softcapped_as_eager(spec, attention) == "eager"
+    held, more = relative_bias(spec, work, eager, decoder=False)
+    return [(name, e + held + (more if name == "attention scores" else 0))
+            for name, e in layer_phases(spec, work, attention, fused)] \
+        + bucket_phase(spec, work, eager, False, 0)

@@ -1,13 +1,10 @@
-"""Activation memory of DeBERTa-v2/v3's disentangled attention (spec.disentangled_attention):
-the inference live set of tfcli's engine and of transformers' DebertaV2 modules, and the bytes
-autograd saves for backward. activations.inference_peak and saved_activations.saved_activations
-hand disentangled specs here.
+"""transformers' DebertaV2 modules (DeBERTa-v2/v3, spec.disentangled_attention) as the memory
+planner's layout `deberta`: the inference live set and the bytes autograd saves for backward
+(the engine's live set of the same attention: layouts/engine.py; the sizes both share:
+disentangled.py).
 
-Each term (c2p, p2c) scores the queries (keys) against all R = 2 x span rows of the projected
-relative-position table, then gathers the T columns each pair needs: a (B, H, T, R) product
-and a (B, H, T, T) gathered copy per term, beside the content scores. Besides the scores,
-transformers holds through the whole forward what BERT does not: the (B, 1, T, T) float32
-mask (ones(B, T) outer itself), the (T, T) int64 relative positions, the normed table, and
+Besides the scores, transformers holds through the whole forward what BERT does not: the
+(B, 1, T, T) float32 mask (ones(B, T) outer itself), the (T, T) int64 relative positions, the normed table, and
 every layer's output (DebertaV2Encoder always collects all hidden states).
 
 transformers' DebertaV2 has only eager attention: it is not written against the attention
@@ -15,57 +12,24 @@ interface, so set_attn_implementation("sdpa") warns and keeps eager. "sdpa" is t
 planned as eager, which is what transformers runs when asked for it (memory_plan notes it).
 
 Sizes are in elements of the compute dtype unless a name says bytes; int64 indices and the
-float32 mask are converted (`_elements`). Measured on DebertaV2Model (tests/parity/
-test_memory_torch_deberta.py) and the engine (tests/analysis/memory/test_activations_deberta.py).
+float32 mask are converted (`elements`). Measured on DebertaV2Model (tests/parity/
+test_memory_torch_deberta.py).
 """
 
 from __future__ import annotations
 
-from tfcli.analysis.memory.activations import (HF_ACTIVATION_TENSORS, Workload, _activation,
-                                        _engine_phases)
-from tfcli.analysis.memory.saved import FLOAT32, SAVED_BY_ACTIVATION, SavedActivations
+from tfcli.analysis.memory.base import (FLOAT32, HF_ACTIVATION_TENSORS, SAVED_BY_ACTIVATION, Phase,
+                                        SavedActivations, Workload, activation)
+from tfcli.analysis.memory.disentangled import (INDEX, against_all, elements, relative_positions,
+                                                rows, score, terms)
 from tfcli.core.errors import BadInputError
 from tfcli.spec.model import Spec
-from tfcli.spec.disentangled import relative_span
 
-INDEX = 8  # int64 relative positions and gather indices
 # transformers' make_log_bucket_position on the (T, T) offsets, at its widest (the final
 # torch.where): the int64 offsets, sign and abs, the float32 log positions, the bool test,
 # the float32 copy of the offsets, their product with the sign and the result: 41 bytes per
 # entry (counted op by op, equal to the measured live set)
 HF_BUCKET_BYTES = 41
-# tfcli's log_bucket (NumPy) with its (T, T) int64 offsets: 40 bytes per entry at its widest
-# (tracemalloc; the float64 product of the float32 logs and the int64 sign among them)
-ENGINE_BUCKET_BYTES = 40
-
-
-def _terms(spec: Spec) -> tuple[str, ...]:
-    return tuple(spec.disentangled_attention or ())
-
-
-def _rows(spec: Spec) -> int:
-    """R: the relative-position table's rows, 2 x span."""
-    return 2 * relative_span(spec)
-
-
-def _elements(n_bytes: float, work: Workload) -> float:
-    return n_bytes / work.itemsize
-
-
-def _score(spec: Spec, work: Workload) -> float:
-    """One (B, H, T, T) score tensor."""
-    return work.batch * spec.n_heads * work.seq_len ** 2
-
-
-def _against_all(spec: Spec, work: Workload) -> float:
-    """One term's product with every table row before the gather: (B, H, T, R)."""
-    return work.batch * spec.n_heads * work.seq_len * _rows(spec)
-
-
-def _relative_positions(spec: Spec, work: Workload, bucket_bytes: int) -> float:
-    """Bytes alive while the (T, T) relative positions are built: the int64 offsets, or with
-    position_buckets every temporary of the log buckets at their widest."""
-    return (bucket_bytes if spec.position_buckets else INDEX) * work.seq_len ** 2
 
 
 def check_transformers_layout(spec: Spec) -> None:
@@ -78,34 +42,6 @@ def check_transformers_layout(spec: Spec) -> None:
                             f"{spec.norm_placement}: use --attention engine")
 
 
-# --- tfcli's engine -------------------------------------------------------------------------
-
-
-def engine_phases(spec: Spec, work: Workload) -> list[tuple[str, float]]:
-    """The engine's phases (activations._engine_phases) with DeBERTa's arrays: the stack's
-    normed table held by forward_hidden; the (B, H, T, T) bias position_scores returns, held
-    by disentangled_attention through attend and the output projection; and per block the
-    relative positions (built per call), then each term's phase: the offsets, the projected
-    table, the bias, the clipped index, the (B, H, T, R) product and its gathered copy (the
-    terms run one after the other: one term's arrays at a time)."""
-    n, d, t = work.tokens, spec.d_model, work.seq_len
-    table = _rows(spec) * d
-    bias = _score(spec, work)
-    phases = [(name, e + table + (bias if name in ("attention scores", "attention output")
-                                  else 0))
-              for name, e in _engine_phases(spec, work)]
-    base = n * d + (n * d if spec.n_layers > 1 else 0) + table + 3 * n * d  # embed, x, qkv
-    offsets = _elements(INDEX * t * t, work)
-    projected = len(_terms(spec)) * table
-    index = _elements(INDEX * t * t, work)
-    return phases + [
-        ("relative positions",
-         base + _elements(_relative_positions(spec, work, ENGINE_BUCKET_BYTES), work)),
-        ("position scores",
-         base + offsets + projected + bias + index + _against_all(spec, work) + bias),
-    ]
-
-
 # --- transformers (eager) -------------------------------------------------------------------
 
 
@@ -116,8 +52,8 @@ def _hf_held(spec: Spec, work: Workload, hidden_states: int) -> float:
     layer outputs (the embedding's included: all_hidden_states)."""
     n, t = work.tokens, work.seq_len
     fixed = FLOAT32 * n + INDEX * n + FLOAT32 * work.batch * t * t + INDEX * t * t
-    table = _rows(spec) * spec.d_model if spec.relative_embedding_norm else 0
-    return _elements(fixed, work) + table + hidden_states * n * spec.d_model
+    table = rows(spec) * spec.d_model if spec.relative_embedding_norm else 0
+    return elements(fixed, work) + table + hidden_states * n * spec.d_model
 
 
 def _hf_bias(spec: Spec, work: Workload) -> float:
@@ -126,19 +62,19 @@ def _hf_bias(spec: Spec, work: Workload) -> float:
     (gathered, divided, sum). Two: the second beside the first's gathered copy and the sum,
     at its gather or its division. Also alive: the projected table per head (repeated to
     B x H; both projections under share_att_key) and one (T, T) int64 index per term."""
-    g, raw = _score(spec, work), _against_all(spec, work)
-    terms = _terms(spec)
-    if len(terms) == 2:
+    g, raw = score(spec, work), against_all(spec, work)
+    used = terms(spec)
+    if len(used) == 2:
         scores = 3 * g + g + max(raw, g)  # content, c2p, sum; p2c gathered + product | divided
     else:
         scores = g + max(raw + g, 3 * g)  # content; product + gathered | gathered, divided, sum
-    projections = 2 if spec.share_att_key else len(terms)
-    projected = projections * work.batch * _rows(spec) * spec.d_model
-    index = _elements(len(terms) * INDEX * work.seq_len ** 2, work)
+    projections = 2 if spec.share_att_key else len(used)
+    projected = projections * work.batch * rows(spec) * spec.d_model
+    index = elements(len(used) * INDEX * work.seq_len ** 2, work)
     return scores + projected + index
 
 
-def hf_phases(spec: Spec, work: Workload) -> list[tuple[str, float]]:
+def hf_phases(spec: Spec, work: Workload) -> list[Phase]:
     """Live elements per phase of DebertaV2Model's forward (no_grad), at its last layer (every
     earlier layer's output is still held): the relative positions, the position scores
     (_hf_bias), the masked fill and softmax (the position bias, the masked scores, the bool
@@ -147,16 +83,16 @@ def hf_phases(spec: Spec, work: Workload) -> list[tuple[str, float]]:
     LayerNorm."""
     check_transformers_layout(spec)
     n, d, f, t = work.tokens, spec.d_model, spec.d_ff, work.seq_len
-    stats = _elements(2 * FLOAT32 * n, work)
+    stats = elements(2 * FLOAT32 * n, work)
     held = _hf_held(spec, work, spec.n_layers)  # the last layer's input is its predecessor's
     qkv = 3 * n * d
-    g = _score(spec, work)
-    bool_mask = _elements(work.batch * t * t, work)
-    act = HF_ACTIVATION_TENSORS[_activation(spec)]
+    g = score(spec, work)
+    bool_mask = elements(work.batch * t * t, work)
+    act = HF_ACTIVATION_TENSORS[activation(spec)]
     # built before the table is normed: the masks, token types, the embedding output, and the
     # two int64 aranges of the offsets
     early = FLOAT32 * n + INDEX * n + FLOAT32 * work.batch * t * t + 2 * INDEX * t
-    positions = _elements(early + _relative_positions(spec, work, HF_BUCKET_BYTES), work)
+    positions = elements(early + relative_positions(spec, work, HF_BUCKET_BYTES), work)
     return [
         ("relative positions", positions + n * d),
         ("attention position scores", held + qkv + _hf_bias(spec, work)),
@@ -175,9 +111,9 @@ def _dropout_saved(spec: Spec, work: Workload, selective: bool) -> float:
     and the FFN's output projections (it·N·d each), on the probabilities (the noise and the
     dropped copy the bmm saves, 2 it·B·H·T·T) and on the relative table (pos_dropout, per
     layer: its noise and the dropped copy the projections save, 2 it·R·d)."""
-    it, g = work.itemsize, _score(spec, work)
+    it, g = work.itemsize, score(spec, work)
     probs = 0 if selective else 2 * g
-    return it * (2 * work.tokens * spec.d_model + probs + 2 * _rows(spec) * spec.d_model)
+    return it * (2 * work.tokens * spec.d_model + probs + 2 * rows(spec) * spec.d_model)
 
 
 def _block_saved(spec: Spec, work: Workload, selective: bool, tp: int) -> float:
@@ -189,20 +125,20 @@ def _block_saved(spec: Spec, work: Workload, selective: bool, tp: int) -> float:
     and its activation's tensors. Heads and hidden units shard over tp; the norms, the
     linears' inputs, the masks and indices are replicated."""
     n, d, it, t = work.tokens, spec.d_model, work.itemsize, work.seq_len
-    terms = _terms(spec)
-    heads = (3 + (1 if "p2c" in terms else 0)) * n * d  # k/scale, q, v (, k)
-    per_term = work.batch * _rows(spec) * d + _against_all(spec, work)
-    sharded = it * (heads + len(terms) * per_term + (0 if selective else _score(spec, work))
-                    + n * d + SAVED_BY_ACTIVATION[_activation(spec)] * n * spec.d_ff)
+    used = terms(spec)
+    heads = (3 + (1 if "p2c" in used else 0)) * n * d  # k/scale, q, v (, k)
+    per_term = work.batch * rows(spec) * d + against_all(spec, work)
+    sharded = it * (heads + len(used) * per_term + (0 if selective else score(spec, work))
+                    + n * d + SAVED_BY_ACTIVATION[activation(spec)] * n * spec.d_ff)
     # the layer input, both LayerNorms' inputs, the attention output (the FFN's input), the
     # norms' statistics, the indices and the bool mask
-    replicated = (4 * it * n * d + 2 * 2 * FLOAT32 * n + len(terms) * INDEX * t * t
+    replicated = (4 * it * n * d + 2 * 2 * FLOAT32 * n + len(used) * INDEX * t * t
                   + work.batch * t * t)
     return sharded / tp + replicated
 
 
-def saved(spec: Spec, work: Workload, recompute: str, tp: int = 1,
-          dropout: bool = False) -> SavedActivations:
+def saved(spec: Spec, work: Workload, attention: str, recompute: str, tp: int = 1,
+          dropout: bool = False, fused: frozenset[str] = frozenset()) -> SavedActivations:
     """What autograd saves in a DebertaV2Model forward. Outside the blocks: the embedding
     LayerNorm, the (B, T) mask the embedding output is multiplied by, the relative table's
     LayerNorm statistics and its normed output (the projections' input, saved once; not under
@@ -231,6 +167,11 @@ def saved(spec: Spec, work: Workload, recompute: str, tp: int = 1,
         parts.append(("token type ids", INDEX * n))
     if spec.relative_embedding_norm:
         # the normed table is saved once, unless each layer's pos_dropout copy is saved instead
-        table = _rows(spec) * (2 * FLOAT32 + (0 if full or dropout else it * d))
+        table = rows(spec) * (2 * FLOAT32 + (0 if full or dropout else it * d))
         parts.append(("relative table", table))
     return SavedActivations(tuple((name, int(round(b))) for name, b in parts), int(round(block)))
+
+
+def live(spec: Spec, work: Workload, attention: str, fused: frozenset[str]) -> list[Phase]:
+    """DebertaV2 has eager attention only: asked for sdpa, transformers runs eager."""
+    return hf_phases(spec, work)

@@ -1,6 +1,8 @@
-"""The inference peak estimate against the peak tracemalloc measures in tfcli's own engine
-(NumPy reports its allocations to tracemalloc): the largest live set of one forward pass,
-the logits included, the weights (allocated before) left out."""
+"""The engine layout's inference peak (tfcli/analysis/memory/layouts/engine.py) against the peak
+tracemalloc measures in tfcli's own engine (NumPy reports its allocations to tracemalloc): the
+largest live set of one forward pass, the logits included, the weights (allocated before) left
+out. DeBERTa's disentangled attention too: the relative positions, each term's (B, H, T, R)
+product and gathered copy beside the (B, H, T, T) bias, on one worker."""
 
 from __future__ import annotations
 
@@ -13,11 +15,11 @@ import tfcli.engine.ffn as engine_ffn
 import tfcli.engine.parallel as engine_parallel
 from tests.engine.engine_specs import make_spec
 from tfcli.analysis.memory.activations import Workload, inference_peak
+from tfcli.core.errors import BadInputError
 from tfcli.engine.init import init_weights
 from tfcli.engine.model import forward
-from tfcli.core.errors import BadInputError
+from tfcli.sources import load_spec
 from tfcli.spec.model import Spec
-from tfcli.spec.load import load_spec
 
 TOLERANCE = 0.10  # acceptance: within 10% of the measured peak
 
@@ -75,14 +77,35 @@ def test_small_specs_at_several_sizes(one_worker: None, variant: str, batch: int
     assert_within(spec, batch, seq_len, 1)
 
 
-def test_phases_follow_the_op_order() -> None:
-    peak = inference_peak(make_spec("llama_gqa"), Workload(1, 16, 4), "eager")
-    assert [name for name, _ in peak.phases][:3] == ["attention scores", "attention output", "FFN"]
-    assert peak.bytes == max(b for _, b in peak.phases)
-
-
 def test_unmodelled_variants_are_refused_by_name() -> None:
     for variant, word in (("moe", "mixture-of-experts"), ("t5", "encoder-decoder"),
                           ("relative_decoder", "relative")):
         with pytest.raises(BadInputError, match=word):
             inference_peak(make_spec(variant), Workload(1, 8, 4))
+
+
+DEBERTA_VARIANTS = {
+    # engine_specs' DeBERTa-v2-like spec: both terms, own projections, 8 log buckets
+    "v2": {},
+    # deberta-v3's layout: both terms through the query / key projections, 32 log buckets
+    "v3": {"position_buckets": 32, "max_relative_positions": None, "share_att_key": True},
+    # one term, plain clipped offsets over 2 x 128 rows, the table not normed
+    "c2p": {"disentangled_attention": ["c2p"], "position_buckets": None,
+            "max_relative_positions": 128, "relative_embedding_norm": False},
+}
+
+
+@pytest.mark.parametrize("variant", list(DEBERTA_VARIANTS))
+@pytest.mark.parametrize("batch,seq_len", [(2, 512), (4, 256)])
+def test_disentangled_attention_peak(one_worker: None, variant: str, batch: int,
+                                     seq_len: int) -> None:
+    spec = make_spec("deberta", max_seq_len=1024, d_model=64, d_ff=256, vocab_size=300,
+                     **DEBERTA_VARIANTS[variant])
+    assert_within(spec, batch, seq_len, 1)
+
+
+def test_the_position_scores_are_the_peak_at_long_sequences() -> None:
+    spec = make_spec("deberta", max_seq_len=1024, d_model=64, d_ff=256, vocab_size=300)
+    peak = inference_peak(spec, Workload(2, 512, 4), "engine")
+    assert peak.phase == "position scores"
+    assert {"relative positions", "attention scores"} <= {name for name, _ in peak.phases}

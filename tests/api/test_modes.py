@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.cli.guarded import run_in_memory
-from tfcli.cli.modes import MODE_RULES
+from tfcli.api.modes import MODE_RULES
 
 # A value each option takes; a flag without a value (--dropout, --fit) maps to ().
 VALUES: dict[str, tuple[str, ...]] = {
