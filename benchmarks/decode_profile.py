@@ -26,7 +26,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
 
 import tfcli.engine.attention as attention_module
 import tfcli.engine.ffn as ffn_module

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.checkpoints.test_configs import GPT2_CONFIG, LLAMA_CONFIG, write_config
+from tests.checkpoints.test_configs import GPT2_CONFIG, LLAMA_CONFIG
 from tfcli.checkpoints import spec_from_config, spec_from_config_dir
 from tfcli.checkpoints.configs import DEFAULTS, MAX_CONFIG_BYTES, config_from_bytes
 from tfcli.checkpoints.fields import MAX_SIZE

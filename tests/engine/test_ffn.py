@@ -25,7 +25,10 @@ def test_split_ffn_equals_the_formula(variant, n_rows):
     w = init_weights(spec, seed=5, dtype=np.float64).decoder.blocks[0].ffn
     x = np.random.default_rng(0).normal(size=(2, n_rows, spec.d_model))
     act = ACTIVATIONS[{"swiglu": "silu", "geglu": "gelu", "geglu_tanh": "gelu_tanh"}.get(spec.activation, spec.activation)]
-    bias = (lambda b: 0 if b is None else b)
+
+    def bias(b: np.ndarray | None) -> np.ndarray | int:
+        return 0 if b is None else b
+
     if spec.gated:
         hidden = act(x @ w.w_gate + bias(w.b_gate)) * (x @ w.w_up + bias(w.b_up))
     else:

@@ -290,7 +290,7 @@ def _generate(spec: Spec, weights: Weights, rows: list[Array], request: Generati
         else:
             threads = _decode_threads(watch, threads, first=step == 1)
             with blas_threads(threads):
-                logits = decode_step(spec, weights, tokens, slot, cache, batch)  # last step's
+                logits = decode_step(spec, weights, tokens, slot, cache, batch)  # noqa: F821 (last step's)
         tokens = sample(logits, config, rng)  # (B,)
         if stops.size:
             tokens = np.where(finished, held, tokens)  # a finished row repeats its stop token
