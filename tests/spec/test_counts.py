@@ -20,14 +20,14 @@ REFERENCE_TOTALS = {
     "gpt2-medium": 354_823_168,
     "bert-base": 109_482_240,
     # the encoder bodies (RobertaModel, ...): transformers' meta-device counts in
-    # tests/parity/test_hf_encoder_totals.py
+    # tests/parity/test_totals.py (rows in tests/parity/totals_table.py)
     "roberta-base": 124_645_632,
     "xlm-roberta-large": 559_890_432,
     "distilbert-base-uncased": 66_362_880,
     "electra-small-discriminator": 13_483_008,
     "albert-base-v2": 11_683_584,  # one shared block, counted once
-    "modernbert-base": 149_655_232,  # ModernBertForMaskedLM (test_hf_modernbert_totals.py)
-    "deberta-v3-base": 183_831_552,  # DebertaV2Model: tests/parity/test_hf_deberta_totals.py
+    "modernbert-base": 149_655_232,  # ModernBertForMaskedLM (tests/parity/test_totals.py)
+    "deberta-v3-base": 183_831_552,  # DebertaV2Model: tests/parity/test_totals.py
     "llama-2-7b": 6_738_415_616,
     "llama-2-70b": 68_976_648_192,
     "llama-3-8b": 8_030_261_248,
