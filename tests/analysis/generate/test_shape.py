@@ -22,7 +22,7 @@ from tfcli.engine.sampling import SamplingConfig
 from tfcli.core.errors import BadInputError
 from tfcli.render.generate import render_generate, stream_generation
 
-CLI = Path(generation.__file__).parents[2] / "cli" / "app.py"
+CLI = Path(generation.__file__).parents[2] / "cli" / "run.py"
 FLAGS = {"no_cache": "--no-cache", "check_cache": "--check-cache", "compare": "--compare"}
 
 
