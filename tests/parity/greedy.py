@@ -4,17 +4,20 @@ and tfcli's engine `generate`, each giving the new token ids only."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
-from transformers import PreTrainedModel
 
 from tfcli.checkpoints import load_checkpoint
 from tfcli.engine.generate import GenerationRequest, generate
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 
 def hf_greedy(model: PreTrainedModel, prompt: list[int], new_tokens: int) -> list[int]:
     """Exactly `new_tokens` greedy ids after `prompt` (no EOS stop; T5's start token dropped)."""
+    import torch
     ids = torch.tensor([prompt])
     with torch.inference_mode():
         out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from transformers import PreTrainedModel
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 def save_random(make: Callable[[], PreTrainedModel], path: Path,
@@ -19,6 +20,7 @@ def save_random(make: Callable[[], PreTrainedModel], path: Path,
     ones / zeros would hide a missing or misplaced one, Gemma's zero norms a missing (1 + w)),
     in eager attention and eval mode, saved to `path`. `std` redraws the matrices (generation:
     logits far from ties, see test_generate_parity.py)."""
+    import torch
     torch.manual_seed(0)
     model = make()
     with torch.no_grad():
@@ -54,6 +56,7 @@ def real_logits(model: PreTrainedModel, path: Path, tokens: np.ndarray, mask: np
                 positions: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(tfcli's, transformers') logits of a padded batch on its real positions only: the saved
     checkpoint at `path` loaded through tfcli, `model` run on the same ids, mask and positions."""
+    import torch
     from tfcli.checkpoints import load_weights, spec_from_config_dir
     from tfcli.engine.model import ModelInput, forward
 
@@ -104,6 +107,7 @@ def seq2seq_real_logits(model: PreTrainedModel, path: Path, given: dict[str, np.
                         dtype: type = np.float32) -> tuple[np.ndarray, np.ndarray]:
     """(tfcli's, transformers') decoder logits of a seq2seq_inputs batch on its real target
     positions, tfcli's weights loaded in `dtype`."""
+    import torch
     from tfcli.checkpoints import load_weights, spec_from_config_dir
     from tfcli.engine.model import ModelInput, forward
 

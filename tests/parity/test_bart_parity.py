@@ -12,11 +12,10 @@ float64 1e-10 (1e-7 with scale_embedding: see test_float64_logits_match).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from transformers import BartConfig, BartForConditionalGeneration, PreTrainedModel
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import (assert_check_cache, assert_counts_match,
@@ -24,6 +23,9 @@ from tests.parity.saved_models import (assert_check_cache, assert_counts_match,
                                        seq2seq_real_logits)
 from tests.parity.test_hf_parity import F32, F64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 VOCAB, BATCH, SOURCE, TARGET, NEW_TOKENS = 120, 2, 12, 7, 8
 # BART's decoder_start_token_id (2) kept: generate starts from it on both sides; no forced EOS
@@ -41,6 +43,8 @@ PROMPTS = [[5, 17, 33, 2, 80, 9, 41], [9, 1, 4]]
 def _save(change: dict[str, object], path: Path, std: float | None = None) -> PreTrainedModel:
     """A random BART with a random final_logits_bias (a buffer: save_random leaves it 0),
     saved and returned in eager attention and eval mode."""
+    import torch
+    from transformers import BartConfig, BartForConditionalGeneration
     def make() -> PreTrainedModel:
         return BartForConditionalGeneration(BartConfig(**SMALL | change))
     model = save_random(make, path, std)

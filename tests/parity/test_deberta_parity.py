@@ -14,18 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-import transformers
-from transformers import DebertaV2Config, PreTrainedModel
 
 from tests.parity.saved_models import assert_counts_match, assert_trace_execute, save_random
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.disentangled_attention import log_bucket
 from tfcli.engine.model import ModelInput, forward
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import DebertaV2Config, PreTrainedModel
 
 VOCAB, BATCH, LENGTH, PAD = 120, 3, 16, 0
 V3_LIKE = {"vocab_size": VOCAB, "hidden_size": 32, "num_attention_heads": 4,
@@ -36,6 +38,7 @@ V3_LIKE = {"vocab_size": VOCAB, "hidden_size": 32, "num_attention_heads": 4,
 
 
 def _config(**changes: object) -> DebertaV2Config:
+    from transformers import DebertaV2Config
     return DebertaV2Config(**V3_LIKE | changes)
 
 
@@ -66,6 +69,7 @@ def _ours(path: Path, tokens: np.ndarray, mask: np.ndarray) -> tuple[object, obj
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_hidden_states_match_transformers_on_a_right_padded_batch(name: str,
                                                                     tmp_path: Path) -> None:
+    import transformers
     model = save_random(lambda: transformers.DebertaV2Model(CONFIGS[name]()), tmp_path)
     _assert_real_hidden_match(model, tmp_path, *_batch())
     assert_counts_match(model, tmp_path)
@@ -74,6 +78,7 @@ def test_hidden_states_match_transformers_on_a_right_padded_batch(name: str,
 def test_a_left_padded_batch_matches_too(tmp_path: Path) -> None:
     """Relative offsets are token-index differences on both sides (transformers ignores
     position_ids there), and v3 has no absolute positions: leading pads change nothing real."""
+    import transformers
     model = save_random(lambda: transformers.DebertaV2Model(_config()), tmp_path)
     tokens, mask = (a[:, ::-1].copy() for a in _batch())  # the pads now lead
     _assert_real_hidden_match(model, tmp_path, tokens, mask)
@@ -82,6 +87,7 @@ def test_a_left_padded_batch_matches_too(tmp_path: Path) -> None:
 def _assert_real_hidden_match(model: torch.nn.Module, path: Path, tokens: np.ndarray,
                               mask: np.ndarray) -> None:
     """The last hidden state of every real token, ours against transformers', within float32."""
+    import torch
     with torch.no_grad():
         want = model(input_ids=torch.from_numpy(tokens),
                      attention_mask=torch.from_numpy(mask)).last_hidden_state.numpy()
@@ -90,19 +96,29 @@ def _assert_real_hidden_match(model: torch.nn.Module, path: Path, tokens: np.nda
     np.testing.assert_allclose(out.hidden[real], want[real], **F32)
 
 
+def _head(cls: str, **changes: object) -> Callable[[], PreTrainedModel]:
+    """transformers' head class `cls` on _config(**changes), looked up when built."""
+    def make() -> PreTrainedModel:
+        import transformers
+        return getattr(transformers, cls)(_config(**changes))
+    return make
+
+
 HEADS: dict[str, Callable[[], PreTrainedModel]] = {
-    "masked-lm": lambda: transformers.DebertaV2ForMaskedLM(_config()),
-    "masked-lm-not-legacy": lambda: transformers.DebertaV2ForMaskedLM(_config(legacy=False)),
-    "masked-lm-factorised": lambda: transformers.DebertaV2ForMaskedLM(_config(embedding_size=16)),
-    "classifier": lambda: transformers.DebertaV2ForSequenceClassification(_config(num_labels=3)),
-    "classifier-tanh-pooler": lambda: transformers.DebertaV2ForSequenceClassification(
-        _config(pooler_hidden_act="tanh", pos_att_type="c2p", share_att_key=False)),
-    "tokens": lambda: transformers.DebertaV2ForTokenClassification(_config(num_labels=5)),
+    "masked-lm": _head("DebertaV2ForMaskedLM"),
+    "masked-lm-not-legacy": _head("DebertaV2ForMaskedLM", legacy=False),
+    "masked-lm-factorised": _head("DebertaV2ForMaskedLM", embedding_size=16),
+    "classifier": _head("DebertaV2ForSequenceClassification", num_labels=3),
+    "classifier-tanh-pooler": _head("DebertaV2ForSequenceClassification",
+                                    pooler_hidden_act="tanh", pos_att_type="c2p",
+                                    share_att_key=False),
+    "tokens": _head("DebertaV2ForTokenClassification", num_labels=5),
 }
 
 
 @pytest.mark.parametrize("name", sorted(HEADS))
 def test_head_logits_match_transformers(name: str, tmp_path: Path) -> None:
+    import torch
     model = save_random(HEADS[name], tmp_path)
     tokens, mask = _batch()
     with torch.no_grad():
@@ -121,6 +137,7 @@ def test_head_logits_match_transformers(name: str, tmp_path: Path) -> None:
 def test_log_buckets_equal_transformers_at_every_offset() -> None:
     """make_log_bucket_position itself, on every offset of a 600-token sequence and v3's 256
     buckets over 512 positions, and on the test models' 4 over 8."""
+    import torch
     from transformers.models.deberta_v2.modeling_deberta_v2 import make_log_bucket_position
 
     offsets = np.arange(-600, 601)
@@ -131,6 +148,7 @@ def test_log_buckets_equal_transformers_at_every_offset() -> None:
 
 def test_trace_execute_matches_a_saved_model(invoke: Callable[..., object],
                                              tmp_path: Path) -> None:
+    import transformers
     save_random(lambda: transformers.DebertaV2ForSequenceClassification(
         _config(share_att_key=False, embedding_size=16)), tmp_path)
     assert_trace_execute(invoke, tmp_path)

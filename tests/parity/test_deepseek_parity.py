@@ -16,23 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from transformers import (
-    DeepseekV2Config,
-    DeepseekV2ForCausalLM,
-    DeepseekV3Config,
-    DeepseekV3ForCausalLM,
-    PreTrainedModel,
-)
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import assert_check_cache, assert_counts_match, assert_trace_execute, real_logits, save_random
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.weights import MoEWeights
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
@@ -51,6 +47,7 @@ PROMPTS = [[5, 17, 33, 2, 80], [9, 1, 4]]
 
 def _v2_greedy() -> PreTrainedModel:
     """No query bottleneck, greedy top-k, two shared experts, biases on q_a / kv_a / o."""
+    from transformers import DeepseekV2Config, DeepseekV2ForCausalLM
     return DeepseekV2ForCausalLM(DeepseekV2Config(
         **SMALL, q_lora_rank=None, n_routed_experts=6, num_experts_per_tok=2,
         n_shared_experts=2, topk_method="greedy", routed_scaling_factor=1.5,
@@ -61,6 +58,7 @@ def _v2_grouped() -> PreTrainedModel:
     """The query bottleneck; 3 groups of 2 experts, a token's from its best 2 groups. The
     config's norm_topk_prob and scoring_func say what the V2 router never reads (it neither
     renormalises nor scores by anything but softmax): tfcli must not read them either."""
+    from transformers import DeepseekV2Config, DeepseekV2ForCausalLM
     small = SMALL | {"num_hidden_layers": 3}
     return DeepseekV2ForCausalLM(DeepseekV2Config(
         **small, q_lora_rank=20, n_routed_experts=6, num_experts_per_tok=3, n_shared_experts=1,
@@ -71,6 +69,7 @@ def _v2_grouped() -> PreTrainedModel:
 def _with_random_bias(model: PreTrainedModel) -> PreTrainedModel:
     """e_score_correction_bias drawn at the scale of the sigmoid scores, so it changes which
     experts are chosen (transformers initialises it to zero)."""
+    import torch
     generator = torch.Generator().manual_seed(7)
     with torch.no_grad():
         for layer in model.model.layers:
@@ -83,6 +82,7 @@ def _with_random_bias(model: PreTrainedModel) -> PreTrainedModel:
 
 def _v3() -> PreTrainedModel:
     """DeepSeek-V3's recipe: bottleneck, 4 groups of 2, best 2 groups, renormalised x 2.5."""
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
     return _with_random_bias(DeepseekV3ForCausalLM(DeepseekV3Config(
         **SMALL, q_lora_rank=20, n_routed_experts=8, num_experts_per_tok=3, n_shared_experts=1,
         n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5,
@@ -92,6 +92,7 @@ def _v3() -> PreTrainedModel:
 def _v3_half() -> PreTrainedModel:
     """rotate_half RoPE (rope_interleave false), no bottleneck, every block MoE, not
     renormalised, 2 groups of 3, one chosen."""
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
     small = SMALL | {"first_k_dense_replace": 0}
     return _with_random_bias(DeepseekV3ForCausalLM(DeepseekV3Config(
         **small, q_lora_rank=None, n_routed_experts=6, num_experts_per_tok=2,
@@ -129,6 +130,7 @@ def test_float32_logits_match_with_left_padding(saved: tuple[PreTrainedModel, Pa
 
 
 def test_counts_and_block_kinds_match(saved: tuple[PreTrainedModel, Path]) -> None:
+    from transformers import DeepseekV3ForCausalLM
     model, path = saved
     assert_counts_match(model, path)
     spec = spec_from_config_dir(path)
@@ -166,6 +168,7 @@ def test_trace_execute_matches_the_analytic_rows(saved: tuple[PreTrainedModel, P
 def _add_mtp_layer(path: Path) -> list[str]:
     """The released DeepSeek-V3 layout: the multi-token-prediction module stored as
     model.layers.61 (a block, its enorm / hnorm / eh_proj and shared head) beside the model."""
+    import torch
     from safetensors.torch import load_file, save_file
 
     file = path / "model.safetensors"

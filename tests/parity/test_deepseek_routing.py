@@ -12,16 +12,17 @@ an E-term softmax.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
-import torch
-from transformers import DeepseekV2Config, DeepseekV3Config
-from transformers.models.deepseek_v2.modeling_deepseek_v2 import DeepseekV2TopkRouter
-from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3TopkRouter
 
 from tests.engine.engine_specs import make_spec
 from tests.tolerance import assert_close
 from tfcli.engine.ffn import route_scored
+
+if TYPE_CHECKING:
+    import torch
 
 D_MODEL, TOKENS = 16, 64
 
@@ -39,6 +40,7 @@ def _inputs(seed: int, n_experts: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _torch_route(router: torch.nn.Module, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    import torch
     with torch.no_grad():
         _, weights, ids = router(torch.from_numpy(x))
     return _sorted(ids.numpy(), weights.double().numpy())
@@ -53,6 +55,9 @@ def _ours(spec, x: np.ndarray, w: np.ndarray, bias: np.ndarray | None) -> tuple[
     ("greedy", 1, 1), ("group_limited_greedy", 4, 2), ("group_limited_greedy", 8, 3)])
 @pytest.mark.parametrize("scale", [1.0, 16.0])
 def test_v2_router(method: str, groups: int, topk_groups: int, scale: float) -> None:
+    import torch
+    from transformers import DeepseekV2Config
+    from transformers.models.deepseek_v2.modeling_deepseek_v2 import DeepseekV2TopkRouter
     config = DeepseekV2Config(hidden_size=D_MODEL, num_attention_heads=4, n_routed_experts=16, num_experts_per_tok=4,
                               topk_method=method, n_group=groups, topk_group=topk_groups,
                               routed_scaling_factor=scale)
@@ -71,6 +76,9 @@ def test_v2_router(method: str, groups: int, topk_groups: int, scale: float) -> 
 @pytest.mark.parametrize(("groups", "topk_groups", "renormalise"), [
     (1, 1, True), (4, 2, True), (8, 4, True), (4, 1, False)])
 def test_v3_router(groups: int, topk_groups: int, renormalise: bool) -> None:
+    import torch
+    from transformers import DeepseekV3Config
+    from transformers.models.deepseek_v3.modeling_deepseek_v3 import DeepseekV3TopkRouter
     config = DeepseekV3Config(hidden_size=D_MODEL, num_attention_heads=4, n_routed_experts=32, num_experts_per_tok=4,
                               n_group=groups, topk_group=topk_groups, norm_topk_prob=renormalise,
                               routed_scaling_factor=2.5)

@@ -13,30 +13,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-import transformers
-from transformers import (
-    AlbertConfig,
-    AlbertModel,
-    DistilBertConfig,
-    DistilBertModel,
-    ElectraConfig,
-    ElectraModel,
-    PreTrainedModel,
-    RobertaConfig,
-    RobertaModel,
-    XLMRobertaConfig,
-    XLMRobertaModel,
-)
 
 from tests.parity.saved_models import assert_counts_match, save_random
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.weights import named_arrays
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
 
 VOCAB, BATCH, LENGTH, PAD = 120, 3, 10, 1
 BERT_LIKE = {"vocab_size": VOCAB, "hidden_size": 32, "num_attention_heads": 4,
@@ -45,35 +35,42 @@ BERT_LIKE = {"vocab_size": VOCAB, "hidden_size": 32, "num_attention_heads": 4,
 
 def _roberta() -> PreTrainedModel:
     # 16 learned rows past padding_idx + 1 = 2: max_seq_len 16
+    from transformers import RobertaConfig, RobertaModel
     return RobertaModel(RobertaConfig(**BERT_LIKE | {"max_position_embeddings": 18},
                                       pad_token_id=PAD, type_vocab_size=1, layer_norm_eps=1e-5))
 
 
 def _xlm_roberta() -> PreTrainedModel:
     # padding_idx 3: the offset follows pad_token_id; two token types
+    from transformers import XLMRobertaConfig, XLMRobertaModel
     return XLMRobertaModel(XLMRobertaConfig(**BERT_LIKE, pad_token_id=3, type_vocab_size=2))
 
 
 def _distilbert() -> PreTrainedModel:
+    from transformers import DistilBertConfig, DistilBertModel
     return DistilBertModel(DistilBertConfig(vocab_size=VOCAB, dim=32, n_heads=4, n_layers=3,
                                             hidden_dim=48, max_position_embeddings=24))
 
 
 def _distilbert_sinusoidal_relu() -> PreTrainedModel:
+    from transformers import DistilBertConfig, DistilBertModel
     return DistilBertModel(DistilBertConfig(vocab_size=VOCAB, dim=32, n_heads=2, n_layers=2,
                                             hidden_dim=40, max_position_embeddings=20,
                                             sinusoidal_pos_embds=True, activation="relu"))
 
 
 def _electra_small() -> PreTrainedModel:  # embedding_size 16 != hidden 32: embeddings_project
+    from transformers import ElectraConfig, ElectraModel
     return ElectraModel(ElectraConfig(**BERT_LIKE, embedding_size=16))
 
 
 def _electra_base() -> PreTrainedModel:  # embedding_size == hidden_size: BERT's body, no pooler
+    from transformers import ElectraConfig, ElectraModel
     return ElectraModel(ElectraConfig(**BERT_LIKE, embedding_size=32))
 
 
 def _albert() -> PreTrainedModel:  # one block's weights run by 3 layers
+    from transformers import AlbertConfig, AlbertModel
     return AlbertModel(AlbertConfig(**BERT_LIKE | {"num_hidden_layers": 3}, embedding_size=16,
                                     hidden_act="gelu_new"))
 
@@ -104,6 +101,7 @@ def _batch(model: PreTrainedModel) -> tuple[np.ndarray, np.ndarray]:
 
 def _hf(model: PreTrainedModel, tokens: np.ndarray, mask: np.ndarray,
         **extra: torch.Tensor) -> tuple[np.ndarray, np.ndarray | None]:
+    import torch
     with torch.no_grad():
         out = model(input_ids=torch.from_numpy(tokens), attention_mask=torch.from_numpy(mask),
                     **extra)
@@ -146,6 +144,7 @@ def test_a_left_padded_roberta_row_matches_with_its_positions_given(tmp_path: Pa
 
 
 def test_token_types_reach_xlm_roberta(tmp_path: Path) -> None:
+    import torch
     model = save_random(_xlm_roberta, tmp_path)
     tokens, mask = _batch(model)
     types = (np.arange(LENGTH) >= 3).astype(np.int64)[None].repeat(BATCH, 0)
@@ -170,28 +169,41 @@ def test_albert_holds_one_block_and_runs_it_at_every_layer(tmp_path: Path) -> No
 
 # --- the heads of these families (issue 16 item 1's head kinds, on these bodies) --------------
 
+def _head(cls: str, body: Callable[[], PreTrainedModel],
+          **changes: object) -> Callable[[], PreTrainedModel]:
+    """transformers' head class `cls` on the config of body() (with `changes`), looked up
+    when built."""
+    def make() -> PreTrainedModel:
+        import transformers
+        config = body().config
+        if changes:
+            config = config.__class__(**config.to_dict() | changes)
+        return getattr(transformers, cls)(config)
+    return make
+
+
 HEADS: dict[str, Callable[[], PreTrainedModel]] = {
-    "roberta-masked-lm": lambda: transformers.RobertaForMaskedLM(_roberta().config),
-    "roberta-classifier": lambda: transformers.RobertaForSequenceClassification(
-        _roberta().config),  # classifier.dense + tanh: the pooler
-    "distilbert-masked-lm": lambda: transformers.DistilBertForMaskedLM(_distilbert().config),
-    "distilbert-classifier": lambda: transformers.DistilBertForSequenceClassification(
-        _distilbert().config),  # pre_classifier + ReLU: the pooler
-    "electra-small-classifier": lambda: transformers.ElectraForSequenceClassification(
-        _electra_small().config),  # classifier.dense + GELU: the pooler
-    "albert-classifier": lambda: transformers.AlbertForSequenceClassification(_albert().config),
-    "electra-small-discriminator": lambda: transformers.ElectraForPreTraining(
-        _electra_small().config),  # dense + hidden_act, one logit per token
+    "roberta-masked-lm": _head("RobertaForMaskedLM", _roberta),
+    # classifier.dense + tanh: the pooler
+    "roberta-classifier": _head("RobertaForSequenceClassification", _roberta),
+    "distilbert-masked-lm": _head("DistilBertForMaskedLM", _distilbert),
+    # pre_classifier + ReLU: the pooler
+    "distilbert-classifier": _head("DistilBertForSequenceClassification", _distilbert),
+    # classifier.dense + GELU: the pooler
+    "electra-small-classifier": _head("ElectraForSequenceClassification", _electra_small),
+    "albert-classifier": _head("AlbertForSequenceClassification", _albert),
+    # dense + hidden_act, one logit per token
+    "electra-small-discriminator": _head("ElectraForPreTraining", _electra_small),
     # masked-LM on factorised embeddings: dense d_model -> embedding_size, then the tied table
-    "albert-masked-lm": lambda: transformers.AlbertForMaskedLM(_albert().config),
-    "electra-small-generator": lambda: transformers.ElectraForMaskedLM(_electra_small().config),
-    "albert-tokens": lambda: transformers.AlbertForTokenClassification(
-        _albert().config.__class__(**_albert().config.to_dict() | {"num_labels": 3})),
+    "albert-masked-lm": _head("AlbertForMaskedLM", _albert),
+    "electra-small-generator": _head("ElectraForMaskedLM", _electra_small),
+    "albert-tokens": _head("AlbertForTokenClassification", _albert, num_labels=3),
 }
 
 
 @pytest.mark.parametrize("name", sorted(HEADS))
 def test_head_logits_match_transformers(name: str, tmp_path: Path) -> None:
+    import torch
     model = save_random(HEADS[name], tmp_path)
     tokens, mask = _batch(model)
     with torch.no_grad():

@@ -14,23 +14,18 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-from transformers import (
-    Gemma2Config,
-    Gemma2ForCausalLM,
-    Gemma3ForCausalLM,
-    Gemma3TextConfig,
-    GemmaConfig,
-    GemmaForCausalLM,
-    PreTrainedModel,
-)
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import assert_counts_match, real_logits, save_random
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import spec_from_config_dir
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 WINDOW = 4  # shorter than the 12-token inputs and the prompts plus their new tokens
@@ -42,6 +37,7 @@ SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, 
 
 def _gemma() -> PreTrainedModel:
     """Gemma 1 (multi-query as Gemma 2B) with the legacy hidden_act 'gelu' (read as tanh)."""
+    from transformers import GemmaConfig, GemmaForCausalLM
     small = SMALL | {"num_key_value_heads": 1}
     return GemmaForCausalLM(GemmaConfig(**small, hidden_act="gelu", rope_theta=1000.0))
 
@@ -49,6 +45,7 @@ def _gemma() -> PreTrainedModel:
 def _gemma2() -> PreTrainedModel:
     """Gemma 2: 4 alternating layers, window 4, caps low enough to bite (scores of random
     weights are small), query_pre_attn_scalar unlike head_dim (Gemma 2 27B's shape)."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
     return Gemma2ForCausalLM(Gemma2Config(
         **SMALL | {"num_hidden_layers": 4}, sliding_window=WINDOW, query_pre_attn_scalar=24,
         attn_logit_softcapping=0.5, final_logit_softcapping=2.0, rope_theta=1000.0))
@@ -57,6 +54,7 @@ def _gemma2() -> PreTrainedModel:
 def _gemma3() -> PreTrainedModel:
     """Gemma 3: 5 local : 1 global over 7 layers (the pattern wraps), q/k norms, a local base of
     its own and linear scaling on the global layers (Gemma 3 4B+), a final cap, untied."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
     return Gemma3ForCausalLM(Gemma3TextConfig(
         **SMALL | {"num_hidden_layers": 7}, sliding_window=WINDOW, query_pre_attn_scalar=16,
         final_logit_softcapping=3.0, tie_word_embeddings=False,
@@ -67,6 +65,7 @@ def _gemma3() -> PreTrainedModel:
 
 def _gemma3_layer_types() -> PreTrainedModel:
     """Gemma 3 with an explicit layer_types list (newer configs) and attention biases."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
     types = ["sliding_attention", "full_attention", "sliding_attention"]
     return Gemma3ForCausalLM(Gemma3TextConfig(
         **SMALL | {"num_hidden_layers": 3}, sliding_window=WINDOW, layer_types=types,

@@ -9,24 +9,14 @@ luck, not correctness.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
-from transformers import (
-    GPT2Config,
-    GPT2LMHeadModel,
-    LlamaConfig,
-    LlamaForCausalLM,
-    MistralConfig,
-    MistralForCausalLM,
-    MixtralConfig,
-    MixtralForCausalLM,
-    PreTrainedModel,
-    T5Config,
-    T5ForConditionalGeneration,
-)
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 VOCAB, NEW_TOKENS = 96, 12
 PROMPTS = [[5, 17, 33, 2, 80], [9, 1, 4]]
@@ -35,26 +25,31 @@ DECODER = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
 
 
 def _gpt2() -> PreTrainedModel:
+    from transformers import GPT2Config, GPT2LMHeadModel
     return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=64, n_head=4,
                                       n_layer=2, initializer_range=0.2))
 
 
 def _llama() -> PreTrainedModel:
+    from transformers import LlamaConfig, LlamaForCausalLM
     return LlamaForCausalLM(LlamaConfig(**DECODER, num_key_value_heads=2, initializer_range=0.2))
 
 
 def _mixtral() -> PreTrainedModel:
+    from transformers import MixtralConfig, MixtralForCausalLM
     return MixtralForCausalLM(MixtralConfig(**DECODER, num_key_value_heads=2, num_local_experts=4,
                                             num_experts_per_tok=2, initializer_range=0.2))
 
 
 def _mistral_window() -> PreTrainedModel:
     """A 4-token sliding window: the prompts and every decode step reach past it."""
+    from transformers import MistralConfig, MistralForCausalLM
     return MistralForCausalLM(MistralConfig(**DECODER, num_key_value_heads=2, sliding_window=4,
                                             initializer_range=0.2))
 
 
 def _t5() -> PreTrainedModel:
+    from transformers import T5Config, T5ForConditionalGeneration
     return T5ForConditionalGeneration(T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128,
                                                num_layers=2, num_heads=4, initializer_factor=4.0,
                                                decoder_start_token_id=0, pad_token_id=0))
@@ -65,6 +60,7 @@ BUILDERS = {"gpt2": _gpt2, "llama-gqa": _llama, "mixtral": _mixtral,
 
 
 def _saved(name: str, root: Path) -> tuple[PreTrainedModel, Path]:
+    import torch
     torch.manual_seed(0)
     model = BUILDERS[name]()
     model.config._attn_implementation = "eager"

@@ -15,8 +15,6 @@ from pathlib import Path
 import gguf
 import numpy as np
 import pytest
-import torch
-import transformers
 
 from tests.checkpoints.gguf_files import (
     GEMMA3_PARAMETERS,
@@ -78,6 +76,8 @@ def one_reader_per_file() -> Iterator[None]:
 
 @pytest.fixture(scope="module", params=sorted(CASES))
 def loaded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Loaded:
+    import torch
+    import transformers
     case = CASES[request.param]
     path = case.fetch(tmp_path_factory.mktemp(request.param))
     kwargs = {"gguf_file": path.name}
@@ -109,6 +109,7 @@ def test_tokenizer_ids_and_text_equal_transformers(loaded: Loaded) -> None:
 
 
 def test_logits_match_transformers(loaded: Loaded) -> None:
+    import torch
     from tfcli.checkpoints.gguf.spec import spec_from_gguf_file
     from tfcli.checkpoints.gguf.weights import load_gguf_weights
     from tfcli.engine.model import forward
@@ -128,6 +129,7 @@ NEW_TOKENS = 16
 
 
 def test_greedy_generation_equals_transformers(loaded: Loaded) -> None:
+    import torch
     code, out, err = run_in_memory("generate", str(loaded.path), "--text", loaded.case.prompt,
                                    "--max-new-tokens", str(NEW_TOKENS), "--check-cache",
                                    "--format", "json")

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-import transformers
-from transformers import PreTrainedModel
 
 from tests.parity.saved_models import assert_counts_match, save_random
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ForwardOutput, ModelInput, forward
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 VOCAB, PAD = 120, 0
 BERT = {"hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
@@ -36,8 +37,16 @@ T5 = {"d_model": 32, "d_kv": 8, "d_ff": 64, "num_heads": 4, "num_layers": 2, "vo
 ROWS = [[5, 17, 33, 2, 80, 11, 7], [9, 1, 4, 66]]  # two lengths: the short row is padded
 
 
+def _hf(cls: str, config: str, **values: object) -> Callable[[], PreTrainedModel]:
+    """transformers' `cls` on its `config` class of `values`, looked up when built."""
+    def make() -> PreTrainedModel:
+        import transformers
+        return getattr(transformers, cls)(getattr(transformers, config)(**values))
+    return make
+
+
 def _bert(name: str, **extra: object) -> Callable[[], PreTrainedModel]:
-    return lambda: getattr(transformers, name)(transformers.BertConfig(**BERT, **extra))
+    return _hf(name, "BertConfig", **BERT, **extra)
 
 
 CASES: dict[str, Callable[[], PreTrainedModel]] = {
@@ -45,16 +54,15 @@ CASES: dict[str, Callable[[], PreTrainedModel]] = {
     "BertForSequenceClassification": _bert("BertForSequenceClassification", num_labels=3),
     "BertForTokenClassification": _bert("BertForTokenClassification", num_labels=5),
     "BertForQuestionAnswering": _bert("BertForQuestionAnswering"),
-    "LlamaForSequenceClassification": lambda: transformers.LlamaForSequenceClassification(
-        transformers.LlamaConfig(**DECODER)),
-    "Qwen2ForSequenceClassification": lambda: transformers.Qwen2ForSequenceClassification(
-        transformers.Qwen2Config(**DECODER)),
-    "GPT2ForSequenceClassification": lambda: transformers.GPT2ForSequenceClassification(
-        transformers.GPT2Config(n_embd=32, n_head=4, n_layer=2, vocab_size=VOCAB, n_positions=32,
-                                pad_token_id=PAD, num_labels=2)),
-    "LlamaForTokenClassification": lambda: transformers.LlamaForTokenClassification(
-        transformers.LlamaConfig(**DECODER)),
-    "T5EncoderModel": lambda: transformers.T5EncoderModel(transformers.T5Config(**T5)),
+    "LlamaForSequenceClassification": _hf("LlamaForSequenceClassification", "LlamaConfig",
+                                          **DECODER),
+    "Qwen2ForSequenceClassification": _hf("Qwen2ForSequenceClassification", "Qwen2Config",
+                                          **DECODER),
+    "GPT2ForSequenceClassification": _hf("GPT2ForSequenceClassification", "GPT2Config",
+                                         n_embd=32, n_head=4, n_layer=2, vocab_size=VOCAB,
+                                         n_positions=32, pad_token_id=PAD, num_labels=2),
+    "LlamaForTokenClassification": _hf("LlamaForTokenClassification", "LlamaConfig", **DECODER),
+    "T5EncoderModel": _hf("T5EncoderModel", "T5Config", **T5),
 }
 
 
@@ -75,6 +83,7 @@ def _batch(left: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _hf(model: PreTrainedModel, tokens: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+    import torch
     with torch.no_grad():
         out = model(input_ids=torch.tensor(tokens), attention_mask=torch.tensor(mask))
     if "start_logits" in out:  # question answering: (B, T) each -> (B, T, 2)

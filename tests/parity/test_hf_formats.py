@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedModel
 
 from tfcli.checkpoints import load_checkpoint
 from tfcli.engine.model import forward
 from tfcli.engine.weights import Weights, iter_arrays
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
 
 @pytest.fixture(scope="module")
 def model() -> PreTrainedModel:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
     torch.manual_seed(0)
     config = LlamaConfig(hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
                          num_hidden_layers=2, intermediate_size=64, vocab_size=64)
@@ -26,11 +30,13 @@ def _arrays(weights: Weights) -> list[np.ndarray]:
     return list(iter_arrays(weights))
 
 
-@pytest.mark.parametrize("torch_dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_half_precision_checkpoint_widens_exactly(
-    model: PreTrainedModel, torch_dtype: torch.dtype, tmp_path: Path
+    model: PreTrainedModel, dtype: str, tmp_path: Path
 ) -> None:
-    half = LlamaForCausalLM(model.config).to(torch_dtype).eval()
+    import torch
+    from transformers import LlamaForCausalLM
+    half = LlamaForCausalLM(model.config).to(getattr(torch, dtype)).eval()
     half.load_state_dict(model.state_dict())
     half.save_pretrained(tmp_path)
     spec, weights = load_checkpoint(tmp_path, dtype=np.float32)

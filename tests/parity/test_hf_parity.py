@@ -19,35 +19,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
-import torch
-from transformers import (
-    BertConfig,
-    BertModel,
-    GPT2Config,
-    GPT2LMHeadModel,
-    LlamaConfig,
-    LlamaForCausalLM,
-    MistralConfig,
-    MistralForCausalLM,
-    MixtralConfig,
-    MixtralForCausalLM,
-    PreTrainedModel,
-    T5Config,
-    T5ForConditionalGeneration,
-)
-from transformers.models.llama import modeling_llama as llama
-from transformers.models.mistral import modeling_mistral as mistral
-from transformers.models.mixtral import modeling_mixtral as mixtral
-from transformers.models.t5 import modeling_t5 as t5
 
 from tests.parity.saved_models import assert_counts_match
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
 from tfcli.engine.layout import fused_projection
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
 
 VOCAB, BATCH, LENGTH = 128, 2, 12
 F32 = {"rtol": 1e-4, "atol": 1e-4}
@@ -59,39 +43,46 @@ SMALL_DECODER = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers
 
 
 def _gpt2() -> PreTrainedModel:
+    from transformers import GPT2Config, GPT2LMHeadModel
     return GPT2LMHeadModel(GPT2Config(vocab_size=VOCAB, n_positions=32, n_embd=64, n_head=4,
                                       n_layer=2))
 
 
 def _bert() -> PreTrainedModel:
+    from transformers import BertConfig, BertModel
     return BertModel(BertConfig(vocab_size=VOCAB, hidden_size=64, num_attention_heads=4,
                                 num_hidden_layers=2, intermediate_size=128,
                                 max_position_embeddings=32, type_vocab_size=2))
 
 
 def _llama_gqa() -> PreTrainedModel:
+    from transformers import LlamaConfig, LlamaForCausalLM
     return LlamaForCausalLM(LlamaConfig(**SMALL_DECODER, num_key_value_heads=2, rope_theta=500.0))
 
 
 def _llama_variant() -> PreTrainedModel:
     """Biases on attention and MLP, tied head, head_dim (8) != d_model / n_heads (16)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
     return LlamaForCausalLM(LlamaConfig(**SMALL_DECODER, num_key_value_heads=1, head_dim=8,
                                         attention_bias=True, mlp_bias=True,
                                         tie_word_embeddings=True))
 
 
 def _mixtral() -> PreTrainedModel:
+    from transformers import MixtralConfig, MixtralForCausalLM
     return MixtralForCausalLM(MixtralConfig(**SMALL_DECODER, num_key_value_heads=2,
                                             num_local_experts=4, num_experts_per_tok=2))
 
 
 def _mistral_window() -> PreTrainedModel:
     """Mistral's sliding window, 5 of the 12 tokens: later tokens lose their early context."""
+    from transformers import MistralConfig, MistralForCausalLM
     return MistralForCausalLM(MistralConfig(**SMALL_DECODER, num_key_value_heads=2,
                                             sliding_window=5))
 
 
 def _mixtral_window() -> PreTrainedModel:
+    from transformers import MixtralConfig, MixtralForCausalLM
     return MixtralForCausalLM(MixtralConfig(**SMALL_DECODER, num_key_value_heads=2,
                                             num_local_experts=4, num_experts_per_tok=2,
                                             sliding_window=3))
@@ -99,6 +90,7 @@ def _mixtral_window() -> PreTrainedModel:
 
 def _t5() -> PreTrainedModel:
     # max_distance 20 so the 12-token source reaches T5's logarithmic buckets.
+    from transformers import T5Config, T5ForConditionalGeneration
     return T5ForConditionalGeneration(T5Config(vocab_size=VOCAB, d_model=64, d_kv=16, d_ff=128,
                                                num_layers=2, num_heads=4,
                                                relative_attention_max_distance=20))
@@ -106,6 +98,7 @@ def _t5() -> PreTrainedModel:
 
 def _t5_v1_1() -> PreTrainedModel:
     """T5 v1.1 recipe: gated FFN (SiLU: exact in both), no output rescale, 2 + 3 layers."""
+    from transformers import T5Config, T5ForConditionalGeneration
     return T5ForConditionalGeneration(T5Config(vocab_size=VOCAB, d_model=64, d_kv=8, d_ff=96,
                                                num_layers=2, num_decoder_layers=3, num_heads=4,
                                                feed_forward_proj="gated-silu",
@@ -114,6 +107,7 @@ def _t5_v1_1() -> PreTrainedModel:
 
 def _flan_t5() -> PreTrainedModel:
     """FLAN-T5 / T5 v1.1 as released: gated-gelu, which HF runs with the tanh GELU (geglu_tanh)."""
+    from transformers import T5Config, T5ForConditionalGeneration
     return T5ForConditionalGeneration(T5Config(vocab_size=VOCAB, d_model=64, d_kv=8, d_ff=96,
                                                num_layers=2, num_decoder_layers=3, num_heads=4,
                                                feed_forward_proj="gated-gelu",
@@ -131,11 +125,13 @@ CASES: dict[str, Callable[[], PreTrainedModel]] = {
 
 
 def _rms_norm_f64(self: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    import torch
     variance = x.pow(2).mean(-1, keepdim=True)
     return self.weight * (x * torch.rsqrt(variance + self.variance_epsilon))
 
 
 def _rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
+    import torch
     dim = 2 * self.inv_freq.shape[0]
     theta = self.config.rope_parameters["rope_theta"]
     inv_freq = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
@@ -145,6 +141,7 @@ def _rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor
 
 
 def _router_f64(self: torch.nn.Module, x: torch.Tensor) -> tuple:
+    import torch
     logits = torch.nn.functional.linear(x.reshape(-1, self.hidden_dim), self.weight)
     top, index = torch.topk(logits.softmax(dim=-1), self.top_k, dim=-1)
     return logits, top / top.sum(dim=-1, keepdim=True), index
@@ -152,6 +149,10 @@ def _router_f64(self: torch.nn.Module, x: torch.Tensor) -> tuple:
 
 @pytest.fixture
 def float64_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.llama import modeling_llama as llama
+    from transformers.models.mistral import modeling_mistral as mistral
+    from transformers.models.mixtral import modeling_mixtral as mixtral
+    from transformers.models.t5 import modeling_t5 as t5
     for norm in (llama.LlamaRMSNorm, mistral.MistralRMSNorm, mixtral.MixtralRMSNorm,
                  t5.T5LayerNorm):
         monkeypatch.setattr(norm, "forward", _rms_norm_f64)
@@ -171,6 +172,7 @@ class Saved:
 @pytest.fixture(scope="module", params=list(CASES))
 def saved(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Saved:
     """Each case's model, built once per module and saved as safetensors."""
+    import torch
     torch.manual_seed(0)
     model = CASES[request.param]()
     model.set_attn_implementation("eager")
@@ -197,6 +199,7 @@ def _inputs(model: PreTrainedModel) -> dict[str, np.ndarray]:
 
 
 def _hf_outputs(model: PreTrainedModel, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    import torch
     t = {k: torch.from_numpy(v) for k, v in inputs.items()}
     with torch.no_grad():
         if model.config.model_type == "bert":
@@ -263,6 +266,7 @@ def test_sliding_window_is_what_makes_the_windowed_cases_match(build: Callable[[
                                                                tmp_path: Path) -> None:
     """Without its window the same checkpoint drifts from transformers at every position past
     the window: the window cases above do not pass by accident (12 tokens, windows 5 and 3)."""
+    import torch
     torch.manual_seed(0)
     model = build().eval()
     model.save_pretrained(tmp_path, safe_serialization=True)
@@ -284,6 +288,8 @@ def test_sliding_window_is_what_makes_the_windowed_cases_match(build: Callable[[
 def test_sliding_window_over_many_query_blocks_with_padding(tmp_path: Path) -> None:
     """48 tokens (the engine's attention then runs in several query blocks on its thread pool),
     window 5, the second sequence right-padded by 11: real positions equal transformers'."""
+    import torch
+    from transformers import MistralConfig, MistralForCausalLM
     torch.manual_seed(0)
     model = MistralForCausalLM(MistralConfig(**SMALL_DECODER, num_key_value_heads=2,
                                              sliding_window=5)).eval()

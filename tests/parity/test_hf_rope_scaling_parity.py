@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedModel
-from transformers import modeling_rope_utils as rope_utils
-from transformers.models.llama import modeling_llama as llama
 
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
 from tests.parity.greedy import hf_greedy, tfcli_greedy
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import LlamaConfig, PreTrainedModel
 
 VOCAB, LENGTH, NEW_TOKENS = 96, 40, 12
 F32 = {"rtol": 1e-4, "atol": 1e-4}
@@ -54,6 +55,7 @@ PROMPTS = [[5, 17, 33, 2, 80, 7, 9, 11, 3, 60, 44, 21, 8, 19, 70, 31, 6, 2],
 
 
 def _config(case: str) -> LlamaConfig:
+    from transformers import LlamaConfig
     context = {"max_position_embeddings": 16} if case == "dynamic" else {}
     return LlamaConfig(**DECODER | context, rope_parameters=CASES[case])
 
@@ -61,6 +63,7 @@ def _config(case: str) -> LlamaConfig:
 def _fresh(path: Path) -> PreTrainedModel:
     """The saved model reloaded: transformers' dynamic and longrope tables are state that an
     earlier call leaves behind; tfcli's are a function of the call's positions."""
+    from transformers import LlamaForCausalLM
     model = LlamaForCausalLM.from_pretrained(path, attn_implementation="eager")
     return model.eval()
 
@@ -68,6 +71,8 @@ def _fresh(path: Path) -> PreTrainedModel:
 @pytest.fixture(scope="module", params=sorted(CASES))
 def saved(request: pytest.FixtureRequest,
           tmp_path_factory: pytest.TempPathFactory) -> tuple[PreTrainedModel, Path]:
+    import torch
+    from transformers import LlamaForCausalLM
     torch.manual_seed(0)
     model = LlamaForCausalLM(_config(request.param))
     model.set_attn_implementation("eager")
@@ -85,6 +90,7 @@ def _tokens() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _hf_logits(model: PreTrainedModel, tokens: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    import torch
     with torch.no_grad():
         return model(input_ids=torch.from_numpy(tokens),
                      attention_mask=torch.from_numpy(mask)).logits.numpy()
@@ -115,6 +121,8 @@ def test_float32_logits_match_transformers(saved: tuple[PreTrainedModel, Path]) 
 
 def _inv_freq_f64(config: LlamaConfig, seq_len: int) -> tuple[torch.Tensor, float]:
     """transformers' own table function, evaluated with torch.float meaning float64."""
+    import torch
+    from transformers import modeling_rope_utils as rope_utils
     kind, params = config.rope_parameters["rope_type"], config.rope_parameters
     if kind == "longrope":  # transformers builds its factor lists in float32 explicitly
         key = "long_factor" if seq_len > params["original_max_position_embeddings"] else "short_factor"
@@ -134,6 +142,7 @@ def _inv_freq_f64(config: LlamaConfig, seq_len: int) -> tuple[torch.Tensor, floa
 
 
 def _rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
+    import torch
     inv_freq, factor = _inv_freq_f64(self.config, int(position_ids.max()) + 1)
     angles = position_ids[..., None].double() * inv_freq  # (B, T, dim/2)
     angles = torch.cat((angles, angles), dim=-1)
@@ -141,12 +150,14 @@ def _rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor
 
 
 def _rms_norm_f64(self: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    import torch
     variance = x.pow(2).mean(-1, keepdim=True)
     return self.weight * (x * torch.rsqrt(variance + self.variance_epsilon))
 
 
 def test_float64_logits_match_transformers(saved: tuple[PreTrainedModel, Path],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.llama import modeling_llama as llama
     model, path = saved
     monkeypatch.setattr(llama.LlamaRotaryEmbedding, "forward", _rope_f64)
     monkeypatch.setattr(llama.LlamaRMSNorm, "forward", _rms_norm_f64)

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-import transformers
-from transformers import ModernBertConfig, PreTrainedModel
 
 from tests.parity.saved_models import assert_counts_match, assert_trace_execute, save_random
 from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ForwardOutput, ModelInput, forward
+
+if TYPE_CHECKING:
+    from transformers import ModernBertConfig, PreTrainedModel
 
 VOCAB, BATCH, LENGTH, PAD = 120, 3, 12, 0
 TINY = {"vocab_size": VOCAB, "hidden_size": 32, "num_attention_heads": 4,
@@ -31,6 +32,7 @@ TINY = {"vocab_size": VOCAB, "hidden_size": 32, "num_attention_heads": 4,
 
 
 def _config(**changes: object) -> ModernBertConfig:
+    from transformers import ModernBertConfig
     return ModernBertConfig(**TINY | changes)
 
 
@@ -47,14 +49,22 @@ BODIES: dict[str, Callable[[], ModernBertConfig]] = {
         rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 5000.0},
                          "sliding_attention": {"rope_type": "default", "rope_theta": 300.0}}),
 }
+def _head(cls: str, **changes: object) -> Callable[[ModernBertConfig], PreTrainedModel]:
+    """transformers' `cls` on a body's config (with `changes`), looked up when built."""
+    def make(config: ModernBertConfig) -> PreTrainedModel:
+        import transformers
+        if changes:
+            config = transformers.ModernBertConfig(**config.to_dict() | changes)
+        return getattr(transformers, cls)(config)
+    return make
+
+
 HEADS: dict[str, Callable[[ModernBertConfig], PreTrainedModel]] = {
-    "model": transformers.ModernBertModel,
-    "masked-lm": transformers.ModernBertForMaskedLM,
-    "classifier-cls": lambda c: transformers.ModernBertForSequenceClassification(
-        ModernBertConfig(**c.to_dict() | {"classifier_pooling": "cls"})),
-    "classifier-mean": lambda c: transformers.ModernBertForSequenceClassification(
-        ModernBertConfig(**c.to_dict() | {"classifier_pooling": "mean"})),
-    "tokens": transformers.ModernBertForTokenClassification,
+    "model": _head("ModernBertModel"),
+    "masked-lm": _head("ModernBertForMaskedLM"),
+    "classifier-cls": _head("ModernBertForSequenceClassification", classifier_pooling="cls"),
+    "classifier-mean": _head("ModernBertForSequenceClassification", classifier_pooling="mean"),
+    "tokens": _head("ModernBertForTokenClassification"),
 }
 CASES = [(body, head) for body in BODIES for head in HEADS]
 
@@ -74,6 +84,7 @@ def _run(model: PreTrainedModel, path: Path) -> tuple[object, ForwardOutput, np.
 def _run_on(model: PreTrainedModel, path: Path, tokens: np.ndarray,
             mask: np.ndarray) -> tuple[object, ForwardOutput, np.ndarray]:
     """transformers' output, tfcli's on the checkpoint at `path`, and the real positions."""
+    import torch
     with torch.no_grad():
         want = model(input_ids=torch.from_numpy(tokens), attention_mask=torch.from_numpy(mask))
     spec = spec_from_config_dir(path)
@@ -111,6 +122,8 @@ def test_the_windows_cut_and_the_layers_alternate(tmp_path: Path) -> None:
     """The test model's local layers see fewer keys than its length: the reader's window and
     pattern, and a model whose windows are widened past the length differs from it (so the
     band mask is what made the comparison pass)."""
+    import torch
+    import transformers
     model = save_random(lambda: transformers.ModernBertModel(_config()), tmp_path)
     spec = spec_from_config_dir(tmp_path)
     assert spec.layer_kinds == ("global", "local", "local", "global")
@@ -127,11 +140,13 @@ def test_the_windows_cut_and_the_layers_alternate(tmp_path: Path) -> None:
 
 
 def test_trace_execute_matches_a_saved_masked_lm(invoke, tmp_path: Path) -> None:  # noqa: ANN001
+    import transformers
     save_random(lambda: transformers.ModernBertForMaskedLM(_config()), tmp_path)
     assert_trace_execute(invoke, tmp_path)
 
 
 def test_trace_execute_matches_a_mean_pooled_classifier(invoke, tmp_path: Path) -> None:  # noqa: ANN001
+    import transformers
     save_random(lambda: transformers.ModernBertForSequenceClassification(
         _config(classifier_pooling="mean")), tmp_path)
     assert_trace_execute(invoke, tmp_path)
@@ -140,6 +155,7 @@ def test_trace_execute_matches_a_mean_pooled_classifier(invoke, tmp_path: Path) 
 def test_a_left_padded_batch_matches_sdpa_too(tmp_path: Path) -> None:
     """transformers numbers positions 0..T-1 whatever the padding, as tfcli does: left-padded
     rows match as well, against its SDPA attention (the windowed mask as a boolean bias)."""
+    import transformers
     model = save_random(lambda: transformers.ModernBertModel(_config()), tmp_path)
     model.set_attn_implementation("sdpa")
     tokens, mask = _batch()

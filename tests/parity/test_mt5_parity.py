@@ -12,21 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-import transformers
-from transformers import (
-    MT5Config,
-    MT5ForConditionalGeneration,
-    PretrainedConfig,
-    PreTrainedModel,
-    UMT5Config,
-    UMT5ForConditionalGeneration,
-)
-from transformers.models.mt5 import modeling_mt5
-from transformers.models.umt5 import modeling_umt5
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import (assert_check_cache, assert_counts_match,
@@ -35,6 +24,9 @@ from tests.parity.saved_models import (assert_check_cache, assert_counts_match,
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig, PreTrainedModel
 
 VOCAB, BATCH, SOURCE, TARGET, NEW_TOKENS = 120, 2, 12, 7, 8
 # 2 + 3 layers; max_distance 20 so the 12-token source reaches the logarithmic buckets
@@ -53,16 +45,17 @@ def _untied(config: PretrainedConfig) -> PretrainedConfig:
     return config
 
 
-def _case(model: type[PreTrainedModel], config: type[PretrainedConfig], tied: bool,
-          **change: int) -> Callable[[], PreTrainedModel]:
+def _case(model: str, config: str, tied: bool, **change: int) -> Callable[[], PreTrainedModel]:
+    """transformers' `model` class on its `config` class (names, looked up when built)."""
     def make() -> PreTrainedModel:
-        built = config(**SMALL | change)
-        return model(built if tied else _untied(built))
+        import transformers
+        built = getattr(transformers, config)(**SMALL | change)
+        return getattr(transformers, model)(built if tied else _untied(built))
     return make
 
 
-CLASSES = {"mt5": (MT5ForConditionalGeneration, MT5Config),
-           "umt5": (UMT5ForConditionalGeneration, UMT5Config)}
+CLASSES = {"mt5": ("MT5ForConditionalGeneration", "MT5Config"),
+           "umt5": ("UMT5ForConditionalGeneration", "UMT5Config")}
 VARIANTS = {f"{kind}{tail}": (*classes, tied) for kind, classes in CLASSES.items()
             for tail, tied in (("", False), ("-tied", True))}
 CASES = {name: _case(*variant) for name, variant in VARIANTS.items()}
@@ -76,6 +69,7 @@ def _save(make: Callable[[], PreTrainedModel], path: Path,
     """make() saved as the published checkpoints are: untied, the stacks' embed_tokens
     equal to `shared` and lm_head apart; returned as from_pretrained loads it (the equal tables
     tied into one, lm_head kept apart), in eager attention and eval mode."""
+    import torch
     model = save_random(make, path, std)
     if not model.config.tie_word_embeddings:
         with torch.no_grad():
@@ -112,6 +106,8 @@ def test_float32_logits_match_on_padded_batches(saved: tuple[PreTrainedModel, Pa
 
 def test_float64_logits_match(saved: tuple[PreTrainedModel, Path],
                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.mt5 import modeling_mt5
+    from transformers.models.umt5 import modeling_umt5
     for norm in (modeling_mt5.MT5LayerNorm, modeling_umt5.UMT5LayerNorm):
         monkeypatch.setattr(norm, "forward", _rms_norm_f64)
     saved[0].double()
@@ -170,6 +166,9 @@ def test_trace_execute_matches_the_analytic_rows(saved: tuple[PreTrainedModel, P
 def test_encoder_model_hidden_states_match(name: str, tmp_path: Path) -> None:
     """The encoder alone (UMT5EncoderModel: the text encoder of Wan and other video models),
     right-padded: hidden states of the real tokens within 1e-4."""
+    import torch
+    import transformers
+    from transformers import MT5Config, UMT5Config
     config = (MT5Config if name.startswith("MT5") else UMT5Config)(**SMALL)
     model = save_random(lambda: getattr(transformers, name)(config), tmp_path)
     given = _inputs(left=False)

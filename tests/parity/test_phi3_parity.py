@@ -21,12 +21,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from transformers import Phi3Config, Phi3ForCausalLM, PreTrainedModel
-from transformers.models.phi3 import modeling_phi3 as phi3
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import assert_counts_match, save_random
@@ -34,6 +32,10 @@ from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.layout import FUSED_GATE_UP, FUSED_QKV, fused_projection
 from tfcli.engine.model import ModelInput, forward
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import Phi3Config, PreTrainedModel
 
 VOCAB, LENGTH, NEW_TOKENS, ORIGINAL = 96, 40, 12, 16
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -50,11 +52,13 @@ PROMPTS = [[5, 17, 33, 2, 80, 7, 9, 11, 3, 60, 44, 21, 8, 19, 70, 31, 6, 2],
 def _mini_4k() -> Phi3Config:
     """Phi-3-mini-4k's recipe: plain RoPE, a sliding window (2047 of 4096 there); here also a
     head width that hidden / heads does not give."""
+    from transformers import Phi3Config
     return Phi3Config(**SMALL, head_dim=8, sliding_window=7)
 
 
 def _long() -> Phi3Config:
     """Phi-3-mini-128k / Phi-3.5-mini's recipe: LongRoPE from a short original context."""
+    from transformers import Phi3Config
     return Phi3Config(**SMALL, original_max_position_embeddings=ORIGINAL, sliding_window=12,
                       rope_scaling=LONGROPE)
 
@@ -62,6 +66,7 @@ def _long() -> Phi3Config:
 def _phi4_mini() -> Phi3Config:
     """Phi-4-mini's recipe: tied embeddings, partial rotary (3/4 of each head: 12 of 16
     dimensions, so 6 LongRoPE factors), LongRoPE; here with one key/value head (MQA)."""
+    from transformers import Phi3Config
     rope = {"type": "longrope", "short_factor": LONGROPE["short_factor"][:6],
             "long_factor": LONGROPE["long_factor"][:6]}
     return Phi3Config(**SMALL | {"num_key_value_heads": 1}, tie_word_embeddings=True,
@@ -76,6 +81,7 @@ CASES: dict[str, Callable[[], Phi3Config]] = {"mini-4k": _mini_4k, "longrope": _
 def _build(name: str, path: Path, std: float | None = None) -> PreTrainedModel:
     """The case's model with non-trivial norm weights (ones would hide a misplaced norm), saved
     as safetensors. `std` redraws the matrices (generation: logits far from ties)."""
+    from transformers import Phi3ForCausalLM
     return save_random(lambda: Phi3ForCausalLM(CASES[name]()), path, std)
 
 
@@ -99,6 +105,7 @@ def _inputs(left: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | No
 
 def _hf_logits(model: PreTrainedModel, tokens: np.ndarray, mask: np.ndarray,
                positions: np.ndarray | None) -> np.ndarray:
+    import torch
     extra = {} if positions is None else {"position_ids": torch.from_numpy(positions)}
     with torch.no_grad():
         return model(input_ids=torch.from_numpy(tokens), attention_mask=torch.from_numpy(mask),
@@ -138,6 +145,7 @@ def test_left_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Pa
 
 def _rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
     """transformers' Phi-3 RoPE table (plain or LongRoPE) evaluated in float64."""
+    import torch
     config, params = self.config, self.config.rope_parameters
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     dim = int(head_dim * params.get("partial_rotary_factor", 1.0))
@@ -156,6 +164,7 @@ def _rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor
 
 def test_float64_logits_match_transformers(saved: tuple[PreTrainedModel, Path],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.phi3 import modeling_phi3 as phi3
     model, path = saved
     monkeypatch.setattr(phi3.Phi3RMSNorm, "forward", _rms_norm_f64)
     monkeypatch.setattr(phi3.Phi3RotaryEmbedding, "forward", _rope_f64)
@@ -181,6 +190,7 @@ def test_loaded_checkpoints_are_laid_out_for_decoding(saved: tuple[PreTrainedMod
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
+    from transformers import Phi3ForCausalLM
     _build(name, tmp_path, std=0.2)
     fresh = Phi3ForCausalLM.from_pretrained(tmp_path, attn_implementation="eager").eval()
     expected = [hf_greedy(fresh, p, NEW_TOKENS) for p in PROMPTS]
@@ -192,6 +202,7 @@ def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["longrope", "phi4-mini"])
 def test_greedy_tokens_match_across_the_original_context(name: str, tmp_path: Path) -> None:
     """A 10-token prompt and 12 new tokens: the long factors take over at position 16."""
+    from transformers import Phi3ForCausalLM
     _build(name, tmp_path, std=0.2)
     fresh = Phi3ForCausalLM.from_pretrained(tmp_path, attn_implementation="eager").eval()
     prompt = PROMPTS[0][:10]

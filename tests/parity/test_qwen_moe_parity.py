@@ -11,16 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-from transformers import (
-    PreTrainedModel,
-    Qwen2MoeConfig,
-    Qwen2MoeForCausalLM,
-    Qwen3MoeConfig,
-    Qwen3MoeForCausalLM,
-)
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import assert_check_cache, assert_trace_execute, real_logits, save_random
@@ -28,6 +22,9 @@ from tests.parity.test_hf_parity import F32
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.weights import MoEWeights, count_parameters
 from tfcli.spec.counts import total_parameters
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -38,12 +35,14 @@ PROMPTS = [[5, 17, 33, 2, 80], [9, 1, 4]]
 
 
 def _qwen2_moe() -> PreTrainedModel:
+    from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM
     return Qwen2MoeForCausalLM(Qwen2MoeConfig(**SMALL, shared_expert_intermediate_size=48))
 
 
 def _qwen2_moe_mixed() -> PreTrainedModel:
     """Blocks 1 and 3 sparse by the step, block 3 dense again by mlp_only_layers; top-k
     renormalised, no q/k/v bias."""
+    from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM
     small = SMALL | {"num_hidden_layers": 4}
     return Qwen2MoeForCausalLM(Qwen2MoeConfig(**small, shared_expert_intermediate_size=40,
                                               decoder_sparse_step=2, mlp_only_layers=[3],
@@ -52,10 +51,12 @@ def _qwen2_moe_mixed() -> PreTrainedModel:
 
 def _qwen3_moe() -> PreTrainedModel:
     """head_dim 8 != hidden / heads (16), top-k renormalised as Qwen3-30B-A3B."""
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
     return Qwen3MoeForCausalLM(Qwen3MoeConfig(**SMALL, head_dim=8, norm_topk_prob=True))
 
 
 def _qwen3_moe_mixed() -> PreTrainedModel:
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
     small = SMALL | {"num_hidden_layers": 3}
     return Qwen3MoeForCausalLM(Qwen3MoeConfig(**small, head_dim=16, mlp_only_layers=[0]))
 

@@ -11,19 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from transformers import (
-    PreTrainedModel,
-    Qwen2Config,
-    Qwen2ForCausalLM,
-    Qwen3Config,
-    Qwen3ForCausalLM,
-)
-from transformers.models.qwen2 import modeling_qwen2 as qwen2
-from transformers.models.qwen3 import modeling_qwen3 as qwen3
 
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64, _rope_f64
 from tests.parity.test_hf_rope_scaling_parity import _rope_f64 as _scaled_rope_f64
@@ -31,6 +22,10 @@ from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import assert_counts_match, save_random
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 SMALL = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -40,27 +35,32 @@ PROMPTS = [[5, 17, 33, 2, 80], [9, 1, 4]]
 
 
 def _qwen2() -> PreTrainedModel:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
     return Qwen2ForCausalLM(Qwen2Config(**SMALL))
 
 
 def _qwen2_tied() -> PreTrainedModel:
     """Qwen2.5-0.5B's recipe: tied embeddings."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
     return Qwen2ForCausalLM(Qwen2Config(**SMALL, tie_word_embeddings=True))
 
 
 def _qwen3() -> PreTrainedModel:
     """head_dim 8 != hidden / heads (16), as Qwen3's 128 differs from 4096 / 32 at some sizes."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
     return Qwen3ForCausalLM(Qwen3Config(**SMALL, head_dim=8))
 
 
 def _qwen3_bias() -> PreTrainedModel:
     """Qwen3 with attention_bias: biases on all four projections, o included."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
     return Qwen3ForCausalLM(Qwen3Config(**SMALL, head_dim=16, attention_bias=True))
 
 
 def _qwen3_yarn() -> PreTrainedModel:
     """Qwen3 with YaRN scaling from an 8-token original context (Qwen's long-context recipe):
     the 12 tokens reach past it, so the q/k norms meet the scaled rotation."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
     small = {k: v for k, v in SMALL.items() if k != "rope_theta"}
     return Qwen3ForCausalLM(Qwen3Config(**small, head_dim=8, rope_parameters={
         "rope_type": "yarn", "rope_theta": 1000.0, "factor": 4.0,
@@ -95,6 +95,7 @@ def _inputs() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _compare(model: PreTrainedModel, path: Path, dtype: type, tolerance: dict[str, float]) -> None:
+    import torch
     tokens, mask = _inputs()
     with torch.no_grad():
         want = model(input_ids=torch.from_numpy(tokens),
@@ -113,6 +114,8 @@ def test_float32_logits_match_transformers(saved: tuple[PreTrainedModel, Path]) 
 
 @pytest.fixture
 def float64_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.qwen2 import modeling_qwen2 as qwen2
+    from transformers.models.qwen3 import modeling_qwen3 as qwen3
     for norm in (qwen2.Qwen2RMSNorm, qwen3.Qwen3RMSNorm):
         monkeypatch.setattr(norm, "forward", _rms_norm_f64)
     for rope in (qwen2.Qwen2RotaryEmbedding, qwen3.Qwen3RotaryEmbedding):
@@ -157,6 +160,7 @@ def test_greedy_tokens_match_transformers(name: str, tmp_path: Path) -> None:
 
 def test_left_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
     """The second sequence left-padded by 5: positions count real tokens only, on both sides."""
+    import torch
     model, path = saved
     tokens, _ = _inputs()
     mask = np.ones_like(tokens)

@@ -17,8 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from transformers import BertModel, BertTokenizerFast
 
 from tfcli.analysis.model_source import load_model
 from tfcli.analysis.run.forward import build_inputs, run_forward
@@ -40,6 +38,8 @@ def minilm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def reference(minilm_dir: Path) -> Callable[[str], tuple[list[int], np.ndarray]]:
     """transformers' tokenizer (padding off) and BertModel: ids and last hidden state (T, d)."""
+    import torch
+    from transformers import BertModel, BertTokenizerFast
     tokenizer = BertTokenizerFast.from_pretrained(minilm_dir)
     model = BertModel.from_pretrained(minilm_dir).eval()
 
@@ -119,6 +119,8 @@ def test_mean_pooled_normalised_embeddings_of_a_padded_batch_match_transformers(
         minilm_dir: Path, invoke: Callable[..., object]) -> None:
     """Issue 16: several --text, one padded batch, sentence-transformers' pooling (the mean over
     the attention mask, then L2) against transformers' BertModel on the same padded batch."""
+    import torch
+    from transformers import BertModel, BertTokenizerFast
     tokenizer = BertTokenizerFast.from_pretrained(minilm_dir)
     model = BertModel.from_pretrained(minilm_dir).eval()
     batch = tokenizer(SENTENCES, padding=True, truncation=False, return_tensors="pt")

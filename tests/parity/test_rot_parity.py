@@ -13,25 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from transformers import (
-    GPTJConfig,
-    GPTJForCausalLM,
-    GPTNeoXConfig,
-    GPTNeoXForCausalLM,
-    PhiConfig,
-    PhiForCausalLM,
-    PreTrainedModel,
-    StableLmConfig,
-    StableLmForCausalLM,
-)
-from transformers.models.gpt_neox import modeling_gpt_neox as neox
-from transformers.models.gptj import modeling_gptj as gptj
-from transformers.models.phi import modeling_phi as phi
-from transformers.models.stablelm import modeling_stablelm as stablelm
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import assert_counts_match, save_random
@@ -40,6 +25,10 @@ from tests.parity.test_hf_rope_scaling_parity import _rope_f64 as _scaled_rope_f
 from tests.parity.test_hf_parity import _rope_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 # d_model 64, 4 heads of 16
@@ -51,17 +40,20 @@ PROMPTS = [[5, 17, 33, 2, 80], [9, 1, 4]]
 
 def _neox() -> PreTrainedModel:
     """Pythia's recipe: rotary_pct 0.25 (4 of 16 dims), two-norm parallel residual, biases."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
     return GPTNeoXForCausalLM(GPTNeoXConfig(**SMALL, rotary_pct=0.25, rotary_emb_base=500))
 
 
 def _neox_sequential() -> PreTrainedModel:
     """use_parallel_residual false and no attention biases (the MLP keeps its own)."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
     return GPTNeoXForCausalLM(GPTNeoXConfig(**SMALL, rotary_pct=0.5, use_parallel_residual=False,
                                             attention_bias=False))
 
 
 def _neox_linear() -> PreTrainedModel:
     """Partial rotary meets rope_scaling: linear interpolation over the 8 rotated dims."""
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
     return GPTNeoXForCausalLM(GPTNeoXConfig(**SMALL, rope_parameters={
         "rope_type": "linear", "factor": 2.0, "rope_theta": 1000.0,
         "partial_rotary_factor": 0.5}))
@@ -69,22 +61,26 @@ def _neox_linear() -> PreTrainedModel:
 
 def _gptj() -> PreTrainedModel:
     """rotary_dim 8 of 16 in interleaved pairs, one shared norm, a biased head."""
+    from transformers import GPTJConfig, GPTJForCausalLM
     return GPTJForCausalLM(GPTJConfig(vocab_size=VOCAB, n_positions=64, n_embd=64, n_head=4,
                                       n_layer=2, rotary_dim=8, bos_token_id=0, eos_token_id=0))
 
 
 def _phi() -> PreTrainedModel:
     """Phi-2's recipe at 40% of each head (int(6.4) = 6 dims), with GQA."""
+    from transformers import PhiConfig, PhiForCausalLM
     return PhiForCausalLM(PhiConfig(**SMALL, num_key_value_heads=2, partial_rotary_factor=0.4))
 
 
 def _stablelm() -> PreTrainedModel:
     """StableLM 2 1.6B's recipe: q/k/v biases, sequential, 25% rotary; GQA."""
+    from transformers import StableLmConfig, StableLmForCausalLM
     return StableLmForCausalLM(StableLmConfig(**SMALL, num_key_value_heads=2, use_qkv_bias=True))
 
 
 def _stablelm_parallel() -> PreTrainedModel:
     """use_parallel_residual: attention and FFN from the one input norm."""
+    from transformers import StableLmConfig, StableLmForCausalLM
     return StableLmForCausalLM(StableLmConfig(**SMALL, num_key_value_heads=4,
                                               use_parallel_residual=True,
                                               partial_rotary_factor=0.5))
@@ -118,6 +114,7 @@ def _inputs() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _compare(model: PreTrainedModel, path: Path, dtype: type, tolerance: dict[str, float]) -> None:
+    import torch
     tokens, mask = _inputs()
     with torch.no_grad():
         want = model(input_ids=torch.from_numpy(tokens),
@@ -141,6 +138,7 @@ def _rope_any_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Te
 
 def _gptj_rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
     """create_sinusoidal_positions in float64 (transformers builds it in float32)."""
+    import torch
     dim = self.pos_embd_dim
     inv_freq = 1.0 / (10000 ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
     angles = position_ids[..., None].double() * inv_freq  # (B, T, dim/2)
@@ -149,6 +147,10 @@ def _gptj_rope_f64(self: torch.nn.Module, x: torch.Tensor, position_ids: torch.T
 
 @pytest.fixture
 def float64_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.gpt_neox import modeling_gpt_neox as neox
+    from transformers.models.gptj import modeling_gptj as gptj
+    from transformers.models.phi import modeling_phi as phi
+    from transformers.models.stablelm import modeling_stablelm as stablelm
     for rope in (neox.GPTNeoXRotaryEmbedding, phi.PhiRotaryEmbedding,
                  stablelm.StableLmRotaryEmbedding):
         monkeypatch.setattr(rope, "forward", _rope_any_f64)
@@ -171,6 +173,7 @@ def test_parameter_count_matches_transformers(saved: tuple[PreTrainedModel, Path
 
 def test_left_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Path]) -> None:
     """The second sequence left-padded by 5: positions count real tokens only, on both sides."""
+    import torch
     model, path = saved
     tokens, _ = _inputs()
     mask = np.ones_like(tokens)

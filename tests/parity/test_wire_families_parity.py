@@ -14,19 +14,19 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-from transformers import FalconConfig, FalconForCausalLM, Olmo2Config, Olmo2ForCausalLM, PreTrainedModel
-from transformers.models.falcon import modeling_falcon as falcon
-from transformers.models.olmo2 import modeling_olmo2 as olmo2
 
 from tests.parity.greedy import hf_greedy, tfcli_greedy
 from tests.parity.saved_models import assert_counts_match, save_random
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64, _rope_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
 from tfcli.engine.model import ModelInput, forward
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
 PROMPTS = [[5, 17, 33, 2, 80], [9, 1, 4]]
@@ -36,11 +36,13 @@ SMALL_OLMO2 = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers":
 
 
 def _olmo2() -> PreTrainedModel:
+    from transformers import Olmo2Config, Olmo2ForCausalLM
     return Olmo2ForCausalLM(Olmo2Config(**SMALL_OLMO2))
 
 
 def _olmo2_gqa_bias() -> PreTrainedModel:
     """GQA (the full k norm is then n_kv_heads * d_head wide), biases on q, k, v, o, tied."""
+    from transformers import Olmo2Config, Olmo2ForCausalLM
     return Olmo2ForCausalLM(Olmo2Config(**SMALL_OLMO2, num_key_value_heads=2, attention_bias=True,
                                         tie_word_embeddings=True))
 
@@ -51,17 +53,20 @@ SMALL_FALCON = {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers"
 
 def _falcon_mqa() -> PreTrainedModel:
     """Falcon-7B's recipe: one key/value head, parallel attention from one norm; with biases."""
+    from transformers import FalconConfig, FalconForCausalLM
     return FalconForCausalLM(FalconConfig(**SMALL_FALCON, bias=True))
 
 
 def _falcon_new() -> PreTrainedModel:
     """Falcon-40B's: new_decoder_architecture, 2 key/value groups, ln_attn and ln_mlp, untied."""
+    from transformers import FalconConfig, FalconForCausalLM
     return FalconForCausalLM(FalconConfig(**SMALL_FALCON, new_decoder_architecture=True,
                                           num_kv_heads=2, tie_word_embeddings=False))
 
 
 def _falcon_new_one_norm() -> PreTrainedModel:
     """Falcon 2's: new_decoder_architecture with one shared norm; biases, a wider MLP."""
+    from transformers import FalconConfig, FalconForCausalLM
     return FalconForCausalLM(FalconConfig(**SMALL_FALCON, new_decoder_architecture=True,
                                           num_kv_heads=2, num_ln_in_parallel_attn=1, bias=True,
                                           ffn_hidden_size=96))
@@ -69,6 +74,7 @@ def _falcon_new_one_norm() -> PreTrainedModel:
 
 def _falcon_sequential() -> PreTrainedModel:
     """parallel_attn false: the sequential block; every head its own key/value ((H, 3, dh))."""
+    from transformers import FalconConfig, FalconForCausalLM
     return FalconForCausalLM(FalconConfig(**SMALL_FALCON, multi_query=False, parallel_attn=False,
                                           bias=True))
 
@@ -101,6 +107,7 @@ def _tokens() -> np.ndarray:
 
 def _compare(model: PreTrainedModel, path: Path, mask: np.ndarray, positions: bool,
              dtype: type = np.float32) -> None:
+    import torch
     tokens = _tokens()
     pos = np.maximum(np.cumsum(mask, axis=1) - 1, 0) if positions else None
     with torch.no_grad():
@@ -129,6 +136,8 @@ def test_left_padded_batch_matches_transformers(saved: tuple[PreTrainedModel, Pa
 
 @pytest.fixture
 def float64_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.falcon import modeling_falcon as falcon
+    from transformers.models.olmo2 import modeling_olmo2 as olmo2
     monkeypatch.setattr(olmo2.Olmo2RMSNorm, "forward", _rms_norm_f64)
     for rope in (olmo2.Olmo2RotaryEmbedding, falcon.FalconRotaryEmbedding):
         monkeypatch.setattr(rope, "forward", _rope_f64)
