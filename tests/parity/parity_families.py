@@ -1,0 +1,256 @@
+"""The table of decoder families checked against transformers by the table-driven parity
+modules (test_parity_logits.py, test_parity_generation.py, test_parity_counts.py): each row a
+tiny random model (its builder), the prompts it generates from, and which checks it takes.
+
+Tolerance: float32 rtol = atol = 1e-4 (tests/parity/test_hf_parity.py's F32), on the real
+(unpadded) positions only. Family-unique checks stay in a file named for the family
+(test_deepseek_parity.py, test_gemma_parity.py, test_qwen_moe_parity.py), which builds its
+models from the builders here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+
+from tests.parity.saved_models import save_random
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+VOCAB, BATCH, LENGTH, NEW_TOKENS = 96, 2, 12, 10
+PROMPTS = ([5, 17, 33, 2, 80], [9, 1, 4])
+
+
+@dataclass(frozen=True)
+class Family:
+    """One row: `build` makes the untrained transformers model (save_random seeds it)."""
+
+    name: str
+    build: Callable[[], PreTrainedModel]
+    prompts: tuple[list[int], ...] = PROMPTS
+
+
+def tokens() -> np.ndarray:
+    """The (BATCH, LENGTH) ids every row's logits are compared on."""
+    return np.random.default_rng(1).integers(1, VOCAB, size=(BATCH, LENGTH))
+
+
+def right_padded() -> tuple[np.ndarray, None]:
+    """(mask, positions): the second sequence right-padded by 4."""
+    mask = np.ones((BATCH, LENGTH), dtype=np.int64)
+    mask[1, -4:] = 0
+    return mask, None
+
+
+def left_padded() -> tuple[np.ndarray, np.ndarray]:
+    """(mask, positions): the second sequence left-padded by 5; positions count real tokens
+    only, on both sides."""
+    mask = np.ones((BATCH, LENGTH), dtype=np.int64)
+    mask[1, :5] = 0
+    return mask, np.maximum(np.cumsum(mask, axis=1) - 1, 0)
+
+
+@dataclass(frozen=True)
+class Saved:
+    family: Family
+    model: PreTrainedModel
+    path: Path
+
+
+def saved_family(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Saved:
+    """A module-scoped fixture's body: the row named `request.param`, saved by save_random."""
+    family = FAMILIES[request.param]
+    path = tmp_path_factory.mktemp(family.name)
+    return Saved(family, save_random(family.build, path), path)
+
+
+# --- DeepSeek-V2 / V3 ------------------------------------------------------------------------
+# Every variant is on in some case: queries with and without the q_lora_rank bottleneck, a
+# dense first block (first_k_dense_replace 1) or none, V2's greedy and group_limited_greedy
+# routing, V3's groups with a nonzero random e_score_correction_bias (zero at init, which would
+# test nothing), YaRN with mscale_all_dim at factor 4 (the softmax scale correction and the
+# cos/sin attention factor both away from 1), routed_scaling_factor != 1, rope_interleave true
+# and false, attention biases, two shared experts.
+
+DEEPSEEK = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
+         "num_hidden_layers": 2, "intermediate_size": 96, "vocab_size": VOCAB,
+         "max_position_embeddings": 64, "moe_intermediate_size": 24, "kv_lora_rank": 16,
+         "qk_nope_head_dim": 8, "qk_rope_head_dim": 6, "v_head_dim": 10,
+         "first_k_dense_replace": 1}
+# factor 4 over 16 positions; mscale != mscale_all_dim: cos/sin scaled by their ratio, and the
+# softmax scale by mscale(4, 0.8)^2
+YARN = {"rope_type": "yarn", "rope_theta": 1000.0, "factor": 4.0,
+        "original_max_position_embeddings": 16, "beta_fast": 32.0, "beta_slow": 1.0,
+        "mscale": 1.0, "mscale_all_dim": 0.8}
+PLAIN = {"rope_type": "default", "rope_theta": 1000.0}
+
+
+def deepseek_v2_greedy() -> PreTrainedModel:
+    """No query bottleneck, greedy top-k, two shared experts, biases on q_a / kv_a / o."""
+    from transformers import DeepseekV2Config, DeepseekV2ForCausalLM
+    return DeepseekV2ForCausalLM(DeepseekV2Config(
+        **DEEPSEEK, q_lora_rank=None, n_routed_experts=6, num_experts_per_tok=2,
+        n_shared_experts=2, topk_method="greedy", routed_scaling_factor=1.5,
+        attention_bias=True, rope_parameters=YARN))
+
+
+def deepseek_v2_grouped() -> PreTrainedModel:
+    """The query bottleneck; 3 groups of 2 experts, a token's from its best 2 groups. The
+    config's norm_topk_prob and scoring_func say what the V2 router never reads (it neither
+    renormalises nor scores by anything but softmax): tfcli must not read them either."""
+    from transformers import DeepseekV2Config, DeepseekV2ForCausalLM
+    small = DEEPSEEK | {"num_hidden_layers": 3}
+    return DeepseekV2ForCausalLM(DeepseekV2Config(
+        **small, q_lora_rank=20, n_routed_experts=6, num_experts_per_tok=3, n_shared_experts=1,
+        topk_method="group_limited_greedy", n_group=3, topk_group=2, routed_scaling_factor=2.0,
+        norm_topk_prob=True, scoring_func="sigmoid", rope_parameters=PLAIN))
+
+
+def _with_random_bias(model: PreTrainedModel) -> PreTrainedModel:
+    """e_score_correction_bias drawn at the scale of the sigmoid scores, so it changes which
+    experts are chosen (transformers initialises it to zero)."""
+    import torch
+    generator = torch.Generator().manual_seed(7)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            gate = getattr(layer.mlp, "gate", None)
+            if gate is not None:
+                bias = gate.e_score_correction_bias
+                bias.copy_(torch.randn(bias.shape, generator=generator) * 0.3)
+    return model
+
+
+def deepseek_v3() -> PreTrainedModel:
+    """DeepSeek-V3's recipe: bottleneck, 4 groups of 2, best 2 groups, renormalised x 2.5."""
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+    return _with_random_bias(DeepseekV3ForCausalLM(DeepseekV3Config(
+        **DEEPSEEK, q_lora_rank=20, n_routed_experts=8, num_experts_per_tok=3, n_shared_experts=1,
+        n_group=4, topk_group=2, norm_topk_prob=True, routed_scaling_factor=2.5,
+        rope_interleave=True, rope_parameters=YARN)))
+
+
+def deepseek_v3_half() -> PreTrainedModel:
+    """rotate_half RoPE (rope_interleave false), no bottleneck, every block MoE, not
+    renormalised, 2 groups of 3, one chosen."""
+    from transformers import DeepseekV3Config, DeepseekV3ForCausalLM
+    small = DEEPSEEK | {"first_k_dense_replace": 0}
+    return _with_random_bias(DeepseekV3ForCausalLM(DeepseekV3Config(
+        **small, q_lora_rank=None, n_routed_experts=6, num_experts_per_tok=2,
+        n_shared_experts=2, n_group=2, topk_group=1, norm_topk_prob=False,
+        routed_scaling_factor=1.5, rope_interleave=False, rope_parameters=YARN)))
+
+
+
+# --- Qwen2-MoE / Qwen3-MoE -------------------------------------------------------------------
+# Qwen2-MoE (Qwen1.5-MoE: a gated shared expert, routed weights not renormalised) and Qwen3-MoE
+# (q/k norms, top-k renormalised). The mixed cases make some blocks dense (decoder_sparse_step
+# 2, mlp_only_layers), with a dense width apart from the experts'.
+
+QWEN_MOE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": VOCAB,
+         "max_position_embeddings": 64, "rope_theta": 1000.0, "moe_intermediate_size": 32,
+         "num_experts": 6, "num_experts_per_tok": 2}
+
+
+def qwen2_moe() -> PreTrainedModel:
+    from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM
+    return Qwen2MoeForCausalLM(Qwen2MoeConfig(**QWEN_MOE, shared_expert_intermediate_size=48))
+
+
+def qwen2_moe_mixed() -> PreTrainedModel:
+    """Blocks 1 and 3 sparse by the step, block 3 dense again by mlp_only_layers; top-k
+    renormalised, no q/k/v bias."""
+    from transformers import Qwen2MoeConfig, Qwen2MoeForCausalLM
+    small = QWEN_MOE | {"num_hidden_layers": 4}
+    return Qwen2MoeForCausalLM(Qwen2MoeConfig(**small, shared_expert_intermediate_size=40,
+                                              decoder_sparse_step=2, mlp_only_layers=[3],
+                                              norm_topk_prob=True, qkv_bias=False))
+
+
+def qwen3_moe() -> PreTrainedModel:
+    """head_dim 8 != hidden / heads (16), top-k renormalised as Qwen3-30B-A3B."""
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+    return Qwen3MoeForCausalLM(Qwen3MoeConfig(**QWEN_MOE, head_dim=8, norm_topk_prob=True))
+
+
+def qwen3_moe_mixed() -> PreTrainedModel:
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+    small = QWEN_MOE | {"num_hidden_layers": 3}
+    return Qwen3MoeForCausalLM(Qwen3MoeConfig(**small, head_dim=16, mlp_only_layers=[0]))
+
+
+
+# --- Gemma 1 / 2 / 3 -------------------------------------------------------------------------
+# Every variant the family uses switched on: scaled embeddings, (1 + weight) RMSNorms, GeGLU
+# tanh, query_pre_attn_scalar, sandwich norms, soft-capped scores and logits, local / global
+# layers with a sliding window shorter than the inputs, Gemma 3's q/k norms, local RoPE base and
+# scaled global RoPE. save_random's non-trivial norms matter here: Gemma's zero norm weights
+# would hide a missing (1 + w).
+
+WINDOW = 4  # shorter than the 12-token inputs and the prompts plus their new tokens
+GEMMA = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+         "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": VOCAB,
+         "max_position_embeddings": 64, "pad_token_id": 0}
+
+
+def gemma() -> PreTrainedModel:
+    """Gemma 1 (multi-query as Gemma 2B) with the legacy hidden_act 'gelu' (read as tanh)."""
+    from transformers import GemmaConfig, GemmaForCausalLM
+    small = GEMMA | {"num_key_value_heads": 1}
+    return GemmaForCausalLM(GemmaConfig(**small, hidden_act="gelu", rope_theta=1000.0))
+
+
+def gemma2() -> PreTrainedModel:
+    """Gemma 2: 4 alternating layers, window 4, caps low enough to bite (scores of random
+    weights are small), query_pre_attn_scalar unlike head_dim (Gemma 2 27B's shape)."""
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+    return Gemma2ForCausalLM(Gemma2Config(
+        **GEMMA | {"num_hidden_layers": 4}, sliding_window=WINDOW, query_pre_attn_scalar=24,
+        attn_logit_softcapping=0.5, final_logit_softcapping=2.0, rope_theta=1000.0))
+
+
+def gemma3() -> PreTrainedModel:
+    """Gemma 3: 5 local : 1 global over 7 layers (the pattern wraps), q/k norms, a local base of
+    its own and linear scaling on the global layers (Gemma 3 4B+), a final cap, untied."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+    return Gemma3ForCausalLM(Gemma3TextConfig(
+        **GEMMA | {"num_hidden_layers": 7}, sliding_window=WINDOW, query_pre_attn_scalar=16,
+        final_logit_softcapping=3.0, tie_word_embeddings=False,
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 4.0,
+                                            "rope_theta": 5000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}}))
+
+
+def gemma3_layer_types() -> PreTrainedModel:
+    """Gemma 3 with an explicit layer_types list (newer configs) and attention biases."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+    types = ["sliding_attention", "full_attention", "sliding_attention"]
+    return Gemma3ForCausalLM(Gemma3TextConfig(
+        **GEMMA | {"num_hidden_layers": 3}, sliding_window=WINDOW, layer_types=types,
+        attention_bias=True))
+
+
+
+GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
+ROWS = [
+    Family("deepseek-v2-greedy", deepseek_v2_greedy),
+    Family("deepseek-v2-grouped", deepseek_v2_grouped),
+    Family("deepseek-v3", deepseek_v3),
+    Family("deepseek-v3-half", deepseek_v3_half),
+    Family("qwen2-moe", qwen2_moe),
+    Family("qwen2-moe-mixed", qwen2_moe_mixed),
+    Family("qwen3-moe", qwen3_moe),
+    Family("qwen3-moe-mixed", qwen3_moe_mixed),
+    Family("gemma", gemma, GEMMA_PROMPTS),
+    Family("gemma2", gemma2, GEMMA_PROMPTS),
+    Family("gemma3", gemma3, GEMMA_PROMPTS),
+    Family("gemma3-layer-types", gemma3_layer_types, GEMMA_PROMPTS),
+]
+FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}
