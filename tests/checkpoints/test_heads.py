@@ -5,13 +5,14 @@ only, no memory); every other class is refused by name.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
-import torch
-import transformers
 
 from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors, write_config, write_model
 from tfcli.spec.counts import components, total_parameters
@@ -22,108 +23,120 @@ from tfcli.engine.weights import count_parameters
 from tfcli.core.errors import BadInputError, SpecError
 from tfcli.spec.load import parse_spec_text
 
-TINY = {
-    "gpt2": transformers.GPT2Config(n_embd=16, n_head=2, n_layer=2, vocab_size=50, n_positions=32),
-    "bert": transformers.BertConfig(num_labels=3, hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                    num_hidden_layers=2, vocab_size=50, max_position_embeddings=32),
-    "llama": transformers.LlamaConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                      num_hidden_layers=2, vocab_size=50, num_labels=3),
-    "mistral": transformers.MistralConfig(hidden_size=16, intermediate_size=32, num_attention_heads=4,
-                                          num_key_value_heads=2, num_hidden_layers=2, vocab_size=50),
-    "mixtral": transformers.MixtralConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                          num_key_value_heads=1, num_hidden_layers=2, vocab_size=50,
-                                          num_local_experts=3),
-    "qwen2": transformers.Qwen2Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                      num_key_value_heads=1, num_hidden_layers=2, vocab_size=50),
-    "qwen3": transformers.Qwen3Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                      num_key_value_heads=1, head_dim=8, num_hidden_layers=2,
-                                      vocab_size=50),
-    "qwen2_moe": transformers.Qwen2MoeConfig(hidden_size=16, intermediate_size=32,
-                                             num_attention_heads=2, num_key_value_heads=1,
-                                             num_hidden_layers=2, vocab_size=50, num_experts=3,
-                                             num_experts_per_tok=2, moe_intermediate_size=8,
-                                             shared_expert_intermediate_size=24, num_labels=3),
-    "qwen3_moe": transformers.Qwen3MoeConfig(hidden_size=16, intermediate_size=32,
-                                             num_attention_heads=2, num_key_value_heads=1,
-                                             head_dim=8, num_hidden_layers=2, vocab_size=50,
-                                             num_experts=3, num_experts_per_tok=2,
-                                             moe_intermediate_size=8, num_labels=3),
-    "phi3": transformers.Phi3Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                    num_key_value_heads=1, num_hidden_layers=2, vocab_size=50,
-                                    pad_token_id=0, num_labels=3),
-    "olmo2": transformers.Olmo2Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                      num_key_value_heads=1, num_hidden_layers=2, vocab_size=50,
-                                      pad_token_id=0, num_labels=3),
-    "gpt_neox": transformers.GPTNeoXConfig(hidden_size=16, intermediate_size=32,
-                                           num_attention_heads=2, num_hidden_layers=2,
-                                           vocab_size=50, num_labels=3),
-    "gptj": transformers.GPTJConfig(n_embd=16, n_head=2, n_layer=2, rotary_dim=4, vocab_size=50,
-                                    n_positions=32, num_labels=3, bos_token_id=0, eos_token_id=0),
-    "phi": transformers.PhiConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                  num_hidden_layers=2, vocab_size=50, num_labels=3),
-    "stablelm": transformers.StableLmConfig(hidden_size=16, intermediate_size=32,
-                                            num_attention_heads=2, num_key_value_heads=1,
-                                            num_hidden_layers=2, vocab_size=50, num_labels=3),
-    "falcon": transformers.FalconConfig(hidden_size=16, num_attention_heads=2, num_hidden_layers=2,
-                                        vocab_size=50, bias=True, num_labels=3),
-    "gemma": transformers.GemmaConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
-                                      num_key_value_heads=1, head_dim=8, num_hidden_layers=2,
-                                      vocab_size=50, num_labels=3),
-    "gemma2": transformers.Gemma2Config(hidden_size=16, intermediate_size=32,
-                                        num_attention_heads=2, num_key_value_heads=1, head_dim=8,
-                                        num_hidden_layers=2, vocab_size=50, num_labels=3),
-    "gemma3_text": transformers.Gemma3TextConfig(hidden_size=16, intermediate_size=32,
+if TYPE_CHECKING:
+    import transformers
+
+
+@functools.cache
+def tiny_configs() -> dict[str, transformers.PretrainedConfig]:
+    """A small config of each family in ARCHITECTURES, by its key; built on first use, so that
+    collecting these tests imports no transformers."""
+    import transformers
+
+    return {
+        "gpt2": transformers.GPT2Config(n_embd=16, n_head=2, n_layer=2, vocab_size=50, n_positions=32),
+        "bert": transformers.BertConfig(num_labels=3, hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                        num_hidden_layers=2, vocab_size=50, max_position_embeddings=32),
+        "llama": transformers.LlamaConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                          num_hidden_layers=2, vocab_size=50, num_labels=3),
+        "mistral": transformers.MistralConfig(hidden_size=16, intermediate_size=32, num_attention_heads=4,
+                                              num_key_value_heads=2, num_hidden_layers=2, vocab_size=50),
+        "mixtral": transformers.MixtralConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                              num_key_value_heads=1, num_hidden_layers=2, vocab_size=50,
+                                              num_local_experts=3),
+        "qwen2": transformers.Qwen2Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                          num_key_value_heads=1, num_hidden_layers=2, vocab_size=50),
+        "qwen3": transformers.Qwen3Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                          num_key_value_heads=1, head_dim=8, num_hidden_layers=2,
+                                          vocab_size=50),
+        "qwen2_moe": transformers.Qwen2MoeConfig(hidden_size=16, intermediate_size=32,
+                                                 num_attention_heads=2, num_key_value_heads=1,
+                                                 num_hidden_layers=2, vocab_size=50, num_experts=3,
+                                                 num_experts_per_tok=2, moe_intermediate_size=8,
+                                                 shared_expert_intermediate_size=24, num_labels=3),
+        "qwen3_moe": transformers.Qwen3MoeConfig(hidden_size=16, intermediate_size=32,
                                                  num_attention_heads=2, num_key_value_heads=1,
                                                  head_dim=8, num_hidden_layers=2, vocab_size=50,
-                                                 num_labels=3),
-    "deepseek_v2": transformers.DeepseekV2Config(
-        hidden_size=16, intermediate_size=32, moe_intermediate_size=8, num_attention_heads=2,
-        num_hidden_layers=2, vocab_size=50, n_routed_experts=4, num_experts_per_tok=2,
-        n_shared_experts=1, kv_lora_rank=8, q_lora_rank=None, qk_nope_head_dim=4,
-        qk_rope_head_dim=4, v_head_dim=4, first_k_dense_replace=1, num_labels=3),
-    "deepseek_v3": transformers.DeepseekV3Config(
-        hidden_size=16, intermediate_size=32, moe_intermediate_size=8, num_attention_heads=2,
-        num_key_value_heads=2, num_hidden_layers=2, vocab_size=50, n_routed_experts=4,
-        num_experts_per_tok=2, n_shared_experts=1, n_group=2, topk_group=1, kv_lora_rank=8,
-        q_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4,
-        first_k_dense_replace=1, num_labels=3),
-    # the encoder families of issue 16 (their configs, when their families are registered)
-    "mt5": transformers.MT5Config(num_labels=3, d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
-                                  num_decoder_layers=3, vocab_size=50),
-    "umt5": transformers.UMT5Config(num_labels=3, d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
+                                                 num_experts=3, num_experts_per_tok=2,
+                                                 moe_intermediate_size=8, num_labels=3),
+        "phi3": transformers.Phi3Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                        num_key_value_heads=1, num_hidden_layers=2, vocab_size=50,
+                                        pad_token_id=0, num_labels=3),
+        "olmo2": transformers.Olmo2Config(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                          num_key_value_heads=1, num_hidden_layers=2, vocab_size=50,
+                                          pad_token_id=0, num_labels=3),
+        "gpt_neox": transformers.GPTNeoXConfig(hidden_size=16, intermediate_size=32,
+                                               num_attention_heads=2, num_hidden_layers=2,
+                                               vocab_size=50, num_labels=3),
+        "gptj": transformers.GPTJConfig(n_embd=16, n_head=2, n_layer=2, rotary_dim=4, vocab_size=50,
+                                        n_positions=32, num_labels=3, bos_token_id=0, eos_token_id=0),
+        "phi": transformers.PhiConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                      num_hidden_layers=2, vocab_size=50, num_labels=3),
+        "stablelm": transformers.StableLmConfig(hidden_size=16, intermediate_size=32,
+                                                num_attention_heads=2, num_key_value_heads=1,
+                                                num_hidden_layers=2, vocab_size=50, num_labels=3),
+        "falcon": transformers.FalconConfig(hidden_size=16, num_attention_heads=2, num_hidden_layers=2,
+                                            vocab_size=50, bias=True, num_labels=3),
+        "gemma": transformers.GemmaConfig(hidden_size=16, intermediate_size=32, num_attention_heads=2,
+                                          num_key_value_heads=1, head_dim=8, num_hidden_layers=2,
+                                          vocab_size=50, num_labels=3),
+        "gemma2": transformers.Gemma2Config(hidden_size=16, intermediate_size=32,
+                                            num_attention_heads=2, num_key_value_heads=1, head_dim=8,
+                                            num_hidden_layers=2, vocab_size=50, num_labels=3),
+        "gemma3_text": transformers.Gemma3TextConfig(hidden_size=16, intermediate_size=32,
+                                                     num_attention_heads=2, num_key_value_heads=1,
+                                                     head_dim=8, num_hidden_layers=2, vocab_size=50,
+                                                     num_labels=3),
+        "deepseek_v2": transformers.DeepseekV2Config(
+            hidden_size=16, intermediate_size=32, moe_intermediate_size=8, num_attention_heads=2,
+            num_hidden_layers=2, vocab_size=50, n_routed_experts=4, num_experts_per_tok=2,
+            n_shared_experts=1, kv_lora_rank=8, q_lora_rank=None, qk_nope_head_dim=4,
+            qk_rope_head_dim=4, v_head_dim=4, first_k_dense_replace=1, num_labels=3),
+        "deepseek_v3": transformers.DeepseekV3Config(
+            hidden_size=16, intermediate_size=32, moe_intermediate_size=8, num_attention_heads=2,
+            num_key_value_heads=2, num_hidden_layers=2, vocab_size=50, n_routed_experts=4,
+            num_experts_per_tok=2, n_shared_experts=1, n_group=2, topk_group=1, kv_lora_rank=8,
+            q_lora_rank=8, qk_nope_head_dim=4, qk_rope_head_dim=4, v_head_dim=4,
+            first_k_dense_replace=1, num_labels=3),
+        # the encoder families of issue 16 (their configs, when their families are registered)
+        "mt5": transformers.MT5Config(num_labels=3, d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
+                                      num_decoder_layers=3, vocab_size=50),
+        "umt5": transformers.UMT5Config(num_labels=3, d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
+                                        num_decoder_layers=3, vocab_size=50),
+        "roberta": transformers.RobertaConfig(num_labels=3, hidden_size=16, intermediate_size=32,
+                                              num_attention_heads=2, num_hidden_layers=2,
+                                              vocab_size=50, max_position_embeddings=34),
+        "xlm-roberta": transformers.XLMRobertaConfig(num_labels=3, hidden_size=16, intermediate_size=32,
+                                                     num_attention_heads=2, num_hidden_layers=2,
+                                                     vocab_size=50, max_position_embeddings=34),
+        "distilbert": transformers.DistilBertConfig(dim=16, hidden_dim=32, n_heads=2, n_layers=2,
+                                                    vocab_size=50, max_position_embeddings=32),
+        "electra": transformers.ElectraConfig(num_labels=3, embedding_size=8, hidden_size=16, intermediate_size=32,
+                                              num_attention_heads=2, num_hidden_layers=2,
+                                              vocab_size=50, max_position_embeddings=32),
+        "albert": transformers.AlbertConfig(num_labels=3, embedding_size=8, hidden_size=16, intermediate_size=32,
+                                            num_attention_heads=2, num_hidden_layers=2,
+                                            vocab_size=50, max_position_embeddings=32),
+        "deberta-v2": transformers.DebertaV2Config(
+            num_labels=3, hidden_size=16, intermediate_size=32, num_attention_heads=2,
+            num_hidden_layers=2, vocab_size=50, max_position_embeddings=32, relative_attention=True,
+            position_buckets=8, pos_att_type="p2c|c2p", norm_rel_ebd="layer_norm",
+            position_biased_input=False),
+        "bart": transformers.BartConfig(num_labels=3, d_model=16, encoder_layers=2, decoder_layers=2,
+                                        encoder_attention_heads=2, decoder_attention_heads=2,
+                                        encoder_ffn_dim=32, decoder_ffn_dim=32, vocab_size=50,
+                                        max_position_embeddings=32),
+        "t5": transformers.T5Config(num_labels=3, d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
                                     num_decoder_layers=3, vocab_size=50),
-    "roberta": transformers.RobertaConfig(num_labels=3, hidden_size=16, intermediate_size=32,
-                                          num_attention_heads=2, num_hidden_layers=2,
-                                          vocab_size=50, max_position_embeddings=34),
-    "xlm-roberta": transformers.XLMRobertaConfig(num_labels=3, hidden_size=16, intermediate_size=32,
-                                                 num_attention_heads=2, num_hidden_layers=2,
-                                                 vocab_size=50, max_position_embeddings=34),
-    "distilbert": transformers.DistilBertConfig(dim=16, hidden_dim=32, n_heads=2, n_layers=2,
-                                                vocab_size=50, max_position_embeddings=32),
-    "electra": transformers.ElectraConfig(num_labels=3, embedding_size=8, hidden_size=16, intermediate_size=32,
-                                          num_attention_heads=2, num_hidden_layers=2,
-                                          vocab_size=50, max_position_embeddings=32),
-    "albert": transformers.AlbertConfig(num_labels=3, embedding_size=8, hidden_size=16, intermediate_size=32,
-                                        num_attention_heads=2, num_hidden_layers=2,
-                                        vocab_size=50, max_position_embeddings=32),
-    "deberta-v2": transformers.DebertaV2Config(
-        num_labels=3, hidden_size=16, intermediate_size=32, num_attention_heads=2,
-        num_hidden_layers=2, vocab_size=50, max_position_embeddings=32, relative_attention=True,
-        position_buckets=8, pos_att_type="p2c|c2p", norm_rel_ebd="layer_norm",
-        position_biased_input=False),
-    "bart": transformers.BartConfig(num_labels=3, d_model=16, encoder_layers=2, decoder_layers=2,
-                                    encoder_attention_heads=2, decoder_attention_heads=2,
-                                    encoder_ffn_dim=32, decoder_ffn_dim=32, vocab_size=50,
-                                    max_position_embeddings=32),
-    "t5": transformers.T5Config(num_labels=3, d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2,
-                                num_decoder_layers=3, vocab_size=50),
-    # classifier_bias true: the prediction head's dense has a bias (the classifier always has)
-    "modernbert": transformers.ModernBertConfig(
-        num_labels=3, hidden_size=16, intermediate_size=24, num_attention_heads=2,
-        num_hidden_layers=4, vocab_size=50, max_position_embeddings=32, local_attention=4,
-        classifier_bias=True, pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1,
-        sep_token_id=2),
-}
+        # classifier_bias true: the prediction head's dense has a bias (the classifier always has)
+        "modernbert": transformers.ModernBertConfig(
+            num_labels=3, hidden_size=16, intermediate_size=24, num_attention_heads=2,
+            num_hidden_layers=4, vocab_size=50, max_position_embeddings=32, local_attention=4,
+            classifier_bias=True, pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1,
+            sep_token_id=2),
+    }
+
+
 CLASSES = [(kind, name) for kind, classes in ARCHITECTURES.items() for name in classes]
 HEAD_PREFIXES = ("score.", "classifier.", "qa_outputs.", "cls.", "lm_head.",
                  "vocab_transform.", "vocab_layer_norm.", "vocab_projector.", "pre_classifier.",
@@ -133,8 +146,11 @@ HEAD_PREFIXES = ("score.", "classifier.", "qa_outputs.", "cls.", "lm_head.",
 
 def _hf_count(kind: str, name: str) -> tuple[int, int]:
     """(all parameters, those of the head modules) of transformers' model of `name`."""
+    import torch
+    import transformers
+
     with torch.device("meta"):
-        model = getattr(transformers, name)(TINY[kind])
+        model = getattr(transformers, name)(tiny_configs()[kind])
     params = list(model.named_parameters())  # tied parameters appear once
     # a tied decoder is the token embedding's, whichever name lists it (XLM-R: the decoder's)
     embedding = model.get_input_embeddings().weight
@@ -144,11 +160,12 @@ def _hf_count(kind: str, name: str) -> tuple[int, int]:
 
 
 def _config(kind: str, name: str) -> dict:
-    return TINY[kind].to_dict() | {"architectures": [name]}
+    return tiny_configs()[kind].to_dict() | {"architectures": [name]}
 
 
 @pytest.mark.parametrize(("kind", "name"), CLASSES)
-def test_each_class_counts_what_transformers_builds(kind: str, name: str) -> None:
+def test_each_class_counts_what_transformers_builds(torch: ModuleType, transformers: ModuleType,
+                                                    kind: str, name: str) -> None:
     whole, head = _hf_count(kind, name)
     spec = spec_from_config(_config(kind, name), "x")
     assert total_parameters(spec) == whole
@@ -158,7 +175,7 @@ def test_each_class_counts_what_transformers_builds(kind: str, name: str) -> Non
     # DistilBERT's pre_classifier)
     with torch.device("meta"):
         body_pooler = any(n.startswith("pooler.") or ".pooler." in n for n, _ in
-                          getattr(transformers, name)(TINY[kind]).named_parameters())
+                          getattr(transformers, name)(tiny_configs()[kind]).named_parameters())
     ours = sum(c.count for c in components(spec) if c.group in ("head", "pooler")
                and not (c.name.startswith("pooler") and body_pooler))
     assert ours == head  # the head is its own components, none hidden in the body
@@ -206,7 +223,7 @@ def test_classes_tfcli_does_not_build_are_refused_by_name(name: str) -> None:
     kind = "t5" if name.startswith("T5") else "gpt2" if name.startswith("GPT2") else \
         "bert" if name.startswith("Bert") else "llama"
     with pytest.raises(BadInputError) as info:
-        spec_from_config(TINY[kind].to_dict() | {"architectures": [name]}, "x")
+        spec_from_config(_config(kind, name), "x")
     message = info.value.message
     assert f"architectures '{name}' is not supported" in message and "\n" not in message
     assert all(supported in message for supported in ARCHITECTURES[kind])

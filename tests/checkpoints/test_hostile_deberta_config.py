@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.checkpoints.test_hostile_encoder_config import JSON, _only_bad_input
+from tests.checkpoints.hostile import only_bad_input
+from tests.checkpoints.test_hostile_encoder_config import JSON, positions_fit
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.families import FAMILIES
 from tfcli.core.errors import BadInputError
@@ -32,7 +33,7 @@ def test_any_json_in_the_keys_the_reader_reads() -> None:
               suppress_health_check=[HealthCheck.too_slow])
     @given(fields=st.dictionaries(st.sampled_from(keys), JSON | TEXTS, min_size=1, max_size=4))
     def check(fields: dict) -> None:
-        _only_bad_input(BASE | fields)
+        only_bad_input(BASE | fields, positions_fit)
 
     check()
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.checkpoints.test_hostile_encoder_config import JSON, SCALARS, _only_bad_input
+from tests.checkpoints.hostile import only_bad_input
+from tests.checkpoints.test_hostile_encoder_config import JSON, SCALARS, positions_fit
 from tfcli.checkpoints import spec_from_config
 from tfcli.checkpoints.families import FAMILIES
 from tfcli.core.errors import BadInputError
@@ -37,7 +38,7 @@ def test_any_json_in_the_keys_the_modernbert_reader_reads(name: str) -> None:
     def check(fields: dict, rope: object, types: object) -> None:
         nested = {"rope_parameters": rope} if rope is not None else {}
         nested |= {"layer_types": types} if types is not None else {}
-        _only_bad_input(BASE | {"architectures": [name]} | fields | nested)
+        only_bad_input(BASE | {"architectures": [name]} | fields | nested, positions_fit)
 
     check()
 

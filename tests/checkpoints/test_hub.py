@@ -13,9 +13,9 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-import transformers
 
 from tests.checkpoints.hub_server import HubHandler, serve
 from tfcli.checkpoints.configs import repo_of_snapshot
@@ -36,6 +36,8 @@ def _cache(home: Path, repo: str, weights: bool = False, tags: tuple[str, ...] =
     for ref in ("main", *tags):
         (root / "refs" / ref).write_text(COMMIT)
     if weights:
+        import transformers
+
         transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)).save_pretrained(snapshot)
     else:
         (snapshot / "config.json").write_text(json.dumps({"model_type": "llama",
@@ -198,7 +200,8 @@ main()
 
 
 @pytest.mark.parametrize("drop", ["", "model.layers.1.mlp.up_proj.weight"])
-def test_params_compares_the_hub_headers(tmp_path: Path, drop: str) -> None:
+def test_params_compares_the_hub_headers(transformers: ModuleType, tmp_path: Path,
+                                         drop: str) -> None:
     weights = tmp_path / "weights"
     transformers.LlamaForCausalLM(transformers.LlamaConfig(**TINY)).save_pretrained(weights)
     _cache(tmp_path, "tiny-org/tiny-llama")  # config.json only: the headers come from the Hub

@@ -10,10 +10,10 @@ import json
 import os
 import struct
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
-import torch
 
 from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors, write_config
 from tfcli.checkpoints import load_weights, spec_from_config_dir
@@ -170,20 +170,21 @@ def test_header_with_duplicate_tensor_names(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("exponent_bits", "finite_only", "torch_dtype"), [
-    (4, True, torch.float8_e4m3fn), (5, False, torch.float8_e5m2)])
-def test_float8_tables_match_torch_for_every_bit_pattern(exponent_bits: int, finite_only: bool,
-                                                         torch_dtype: torch.dtype) -> None:
+    (4, True, "float8_e4m3fn"), (5, False, "float8_e5m2")])
+def test_float8_tables_match_torch_for_every_bit_pattern(torch: ModuleType, exponent_bits: int,
+                                                         finite_only: bool, torch_dtype: str) -> None:
     # a decode table, not arithmetic: each of the 256 values is exact, so equality is the test
-    expected = torch.arange(256, dtype=torch.uint8).view(torch_dtype).float().numpy()
+    expected = torch.arange(256, dtype=torch.uint8).view(getattr(torch, torch_dtype)).float().numpy()
     np.testing.assert_array_equal(float8_table(exponent_bits, finite_only), expected)
 
 
 @pytest.mark.parametrize(("dtype", "torch_dtype"), [
-    ("F8_E4M3", torch.float8_e4m3fn), ("F8_E5M2", torch.float8_e5m2), ("BF16", torch.bfloat16),
-    ("F16", torch.float16)])
-def test_low_precision_weights_load_as_their_exact_values(tmp_path: Path, tensors: dict,
-                                                          dtype: str, torch_dtype: torch.dtype) -> None:
-    low = torch.from_numpy(tensors["transformer.h.0.mlp.c_fc.weight"]).to(torch_dtype)
+    ("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2"), ("BF16", "bfloat16"),
+    ("F16", "float16")])
+def test_low_precision_weights_load_as_their_exact_values(torch: ModuleType, tmp_path: Path,
+                                                          tensors: dict, dtype: str,
+                                                          torch_dtype: str) -> None:
+    low = torch.from_numpy(tensors["transformer.h.0.mlp.c_fc.weight"]).to(getattr(torch, torch_dtype))
     raw = low.view(torch.uint8).numpy().tobytes() if low.element_size() == 1 else \
         low.view(torch.int16).numpy().astype("<i2").tobytes()
     entries = _entries(tensors) | {"transformer.h.0.mlp.c_fc.weight": (dtype, list(low.shape), raw)}

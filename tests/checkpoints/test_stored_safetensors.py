@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-import transformers
 from safetensors.numpy import load_file, save_file
 
 from tests.cli.guarded import run_in_memory
@@ -16,7 +16,7 @@ SAVED = 7_888  # LlamaForCausalLM of the config below: transformers' num_paramet
 
 
 @pytest.fixture(scope="module")
-def llama_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def llama_dir(tmp_path_factory: pytest.TempPathFactory, transformers: ModuleType) -> Path:
     folder = tmp_path_factory.mktemp("tiny-llama")
     config = transformers.LlamaConfig(vocab_size=100, hidden_size=16, intermediate_size=32,
                                       num_hidden_layers=2, num_attention_heads=4,

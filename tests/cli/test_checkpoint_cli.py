@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
-import torch
-from transformers import GPT2Config, GPT2LMHeadModel
 
 from tfcli.spec.load import parse_spec_text
 
 
 @pytest.fixture(scope="module")
-def gpt2_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def gpt2_dir(tmp_path_factory: pytest.TempPathFactory, torch: ModuleType,
+             transformers: ModuleType) -> Path:
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=300, n_positions=64, n_embd=32, n_head=4,
-                                       n_layer=3))
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=300, n_positions=64, n_embd=32, n_head=4, n_layer=3))
     path = tmp_path_factory.mktemp("ckpt") / "tiny-gpt2"
     model.save_pretrained(path)
     return path

@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-import torch
-from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
 from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
@@ -24,10 +23,12 @@ SMALL = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2, 
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def model_dir(tmp_path_factory: pytest.TempPathFactory, torch: ModuleType,
+              transformers: ModuleType) -> Path:
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("gemma3")
-    Gemma3ForCausalLM(Gemma3TextConfig(**SMALL)).save_pretrained(path, safe_serialization=True)
+    model = transformers.Gemma3ForCausalLM(transformers.Gemma3TextConfig(**SMALL))
+    model.save_pretrained(path, safe_serialization=True)
     return path
 
 

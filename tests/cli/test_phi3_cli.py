@@ -8,11 +8,9 @@ import copy
 import json
 import shutil
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-import torch
-from safetensors.torch import load_file, save_file
-from transformers import Phi3Config, Phi3ForCausalLM
 
 from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
@@ -27,11 +25,12 @@ SMALL = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
 
 
 @pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def model_dir(tmp_path_factory: pytest.TempPathFactory, torch: ModuleType,
+              transformers: ModuleType) -> Path:
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("phi3")
-    config = Phi3Config(**copy.deepcopy(SMALL))  # transformers fills the rope dict in place
-    Phi3ForCausalLM(config).save_pretrained(path, safe_serialization=True)
+    config = transformers.Phi3Config(**copy.deepcopy(SMALL))  # transformers fills the rope dict in place
+    transformers.Phi3ForCausalLM(config).save_pretrained(path, safe_serialization=True)
     return path
 
 
@@ -129,8 +128,11 @@ def test_hostile_values_give_one_clear_error(invoke, model_dir: Path, tmp_path: 
     assert all(n in result.stderr for n in named), result.stderr
 
 
-def test_a_fused_tensor_of_the_wrong_shape_is_named(invoke, model_dir: Path, tmp_path: Path) -> None:  # noqa: ANN001
+def test_a_fused_tensor_of_the_wrong_shape_is_named(invoke, model_dir: Path, tmp_path: Path,  # noqa: ANN001
+                                                    torch: ModuleType) -> None:
     """qkv_proj as if every head had its own k and v (MHA): 32 + 2*32 rows, not 32 + 2*16."""
+    from safetensors.torch import load_file, save_file
+
     tensors = load_file(model_dir / "model.safetensors")
     tensors["model.layers.1.self_attn.qkv_proj.weight"] = torch.zeros(96, 32)
     save_file(tensors, tmp_path / "model.safetensors")

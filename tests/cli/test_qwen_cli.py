@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-import torch
-from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
@@ -20,10 +19,12 @@ SMALL = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
 
 
 @pytest.fixture(scope="module", params=["qwen2", "qwen3"])
-def model_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def model_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+              torch: ModuleType, transformers: ModuleType) -> Path:
     torch.manual_seed(0)
-    model = (Qwen2ForCausalLM(Qwen2Config(**SMALL)) if request.param == "qwen2"
-             else Qwen3ForCausalLM(Qwen3Config(**SMALL, head_dim=16)))
+    model = (transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**SMALL))
+             if request.param == "qwen2" else
+             transformers.Qwen3ForCausalLM(transformers.Qwen3Config(**SMALL, head_dim=16)))
     path = tmp_path_factory.mktemp(request.param)
     model.save_pretrained(path, safe_serialization=True)
     return path

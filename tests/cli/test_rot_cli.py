@@ -6,19 +6,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-import torch
-from transformers import (
-    GPTJConfig,
-    GPTJForCausalLM,
-    GPTNeoXConfig,
-    GPTNeoXForCausalLM,
-    PhiConfig,
-    PhiForCausalLM,
-    StableLmConfig,
-    StableLmForCausalLM,
-)
 
 from tests.cli.guarded import json_output as _json
 from tfcli.checkpoints import spec_from_config_dir
@@ -27,14 +17,14 @@ from tfcli.sources import load_spec
 SMALL = {"hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2,
          "intermediate_size": 64, "vocab_size": 64, "max_position_embeddings": 32,
          "bos_token_id": 0, "eos_token_id": 0}
-MODELS = {
-    "gpt_neox": lambda: GPTNeoXForCausalLM(GPTNeoXConfig(**SMALL, rotary_pct=0.25)),
-    "gptj": lambda: GPTJForCausalLM(GPTJConfig(vocab_size=64, n_positions=32, n_embd=32,
-                                               n_head=4, n_layer=2, rotary_dim=4,
-                                               bos_token_id=0, eos_token_id=0)),
-    "phi": lambda: PhiForCausalLM(PhiConfig(**SMALL, partial_rotary_factor=0.5)),
-    "stablelm": lambda: StableLmForCausalLM(StableLmConfig(**SMALL, num_key_value_heads=2,
-                                                           use_qkv_bias=True)),
+MODELS = {  # model_type -> the model, built from the transformers module
+    "gpt_neox": lambda t: t.GPTNeoXForCausalLM(t.GPTNeoXConfig(**SMALL, rotary_pct=0.25)),
+    "gptj": lambda t: t.GPTJForCausalLM(t.GPTJConfig(vocab_size=64, n_positions=32, n_embd=32,
+                                                     n_head=4, n_layer=2, rotary_dim=4,
+                                                     bos_token_id=0, eos_token_id=0)),
+    "phi": lambda t: t.PhiForCausalLM(t.PhiConfig(**SMALL, partial_rotary_factor=0.5)),
+    "stablelm": lambda t: t.StableLmForCausalLM(t.StableLmConfig(**SMALL, num_key_value_heads=2,
+                                                                 use_qkv_bias=True)),
 }
 # engine paths each family's params must list, and ones it must not
 COMPONENTS = {
@@ -46,10 +36,11 @@ COMPONENTS = {
 
 
 @pytest.fixture(scope="module", params=list(MODELS))
-def model_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def model_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+              torch: ModuleType, transformers: ModuleType) -> Path:
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp(request.param)
-    MODELS[request.param]().save_pretrained(path, safe_serialization=True)
+    MODELS[request.param](transformers).save_pretrained(path, safe_serialization=True)
     return path
 
 

@@ -5,10 +5,10 @@ per block)."""
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 import pytest
-import torch
-from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
 
 from tests.engine.engine_specs import make_spec
 from tests.tolerance import assert_close
@@ -83,7 +83,9 @@ def test_final_logit_softcap_caps_the_head_output() -> None:
 # --- the (1 + weight) norm -------------------------------------------------------------------
 
 
-def test_unit_offset_rmsnorm_matches_gemma_rmsnorm() -> None:
+def test_unit_offset_rmsnorm_matches_gemma_rmsnorm(torch: ModuleType) -> None:
+    from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+
     x, w = RNG.normal(size=(3, 5, 16)), RNG.normal(size=16) * 0.3
     expected = x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * (1 + w)
     got = apply_norm("rmsnorm", NormWeights(w, None), x, 1e-6, unit_offset=True)

@@ -6,13 +6,11 @@ attention, the KV cache and the trace."""
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
-import torch
-import transformers
-import transformers.modeling_rope_utils as rope_utils
-from transformers.models.gpt_neox import modeling_gpt_neox as neox
-from transformers.models.gptj import modeling_gptj as gptj
 
 from tests.engine.engine_specs import make_spec
 from tfcli.engine.attention import attention
@@ -20,6 +18,9 @@ from tfcli.engine.init import init_weights
 from tfcli.engine.inputs import StackInput
 from tfcli.engine.positions import apply_rope, rope_tables
 from tfcli.spec.rope import RopeScaling
+
+if TYPE_CHECKING:
+    import transformers
 
 F64 = np.dtype(np.float64)
 
@@ -62,7 +63,7 @@ def test_the_two_pairings_differ() -> None:
     assert np.abs(half - interleaved).max() > 1e-2
 
 
-def _neox_config(d_head: int, fraction: float, theta: float,
+def _neox_config(transformers: ModuleType, d_head: int, fraction: float, theta: float,
                  scaling: dict | None = None) -> transformers.GPTNeoXConfig:
     params = {"rope_type": "default", "rope_theta": theta, "partial_rotary_factor": fraction}
     params |= scaling or {}
@@ -71,11 +72,14 @@ def _neox_config(d_head: int, fraction: float, theta: float,
 
 
 @pytest.mark.parametrize(("d_head", "fraction"), [(32, 0.25), (16, 0.5), (20, 0.4), (8, 1.0)])
-def test_neox_partial_rotary_matches_transformers(d_head: int, fraction: float) -> None:
+def test_neox_partial_rotary_matches_transformers(torch: ModuleType, transformers: ModuleType,
+                                                  d_head: int, fraction: float) -> None:
     """GPTNeoXRotaryEmbedding over int(d_head * rotary_pct) dims, applied by its
     apply_rotary_pos_emb (which rotates cos.shape[-1] dims and concatenates the rest)."""
+    from transformers.models.gpt_neox import modeling_gpt_neox as neox
+
     rotary = int(d_head * fraction)
-    config = _neox_config(d_head, fraction, 10000.0)
+    config = _neox_config(transformers, d_head, fraction, 10000.0)
     rng = np.random.default_rng(2)
     q, k = rng.normal(size=(2, 4, 9, d_head)), rng.normal(size=(2, 4, 9, d_head))
     positions = np.array([list(range(9)), list(range(20, 29))])
@@ -90,10 +94,13 @@ def test_neox_partial_rotary_matches_transformers(d_head: int, fraction: float) 
 
 
 @pytest.mark.parametrize(("d_head", "rotary"), [(16, 8), (16, 16), (32, 4)])
-def test_gptj_interleaved_rotary_matches_transformers(d_head: int, rotary: int) -> None:
+def test_gptj_interleaved_rotary_matches_transformers(torch: ModuleType, d_head: int,
+                                                     rotary: int) -> None:
     """GPT-J: create_sinusoidal_positions over rotary_dim (base 10000), then
     apply_rotary_pos_emb (repeat_interleave + rotate_every_two) on the first rotary_dim dims.
     GPT-J's tensors are (B, T, H, dh) at that point."""
+    from transformers.models.gptj import modeling_gptj as gptj
+
     rng = np.random.default_rng(3)
     x = rng.normal(size=(2, 4, 11, d_head))  # ours: (B, H, T, dh)
     positions = np.array([list(range(11)), list(range(5, 16))])
@@ -118,13 +125,16 @@ HF_KEYS = {"original_max_seq_len": "original_max_position_embeddings", "type": "
 
 @pytest.mark.parametrize("seq_len", [10, 100])
 @pytest.mark.parametrize("name", sorted(SCALINGS))
-def test_scaled_tables_are_built_over_the_rotary_width(name: str, seq_len: int) -> None:
+def test_scaled_tables_are_built_over_the_rotary_width(transformers: ModuleType, name: str,
+                                                       seq_len: int) -> None:
     """rope_scaling composes with partial rotary as in transformers: every formula sees a head
     of width rotary_dim (d_head 32, partial_rotary_factor 0.25: 8 dims, 4 frequencies)."""
+    import transformers.modeling_rope_utils as rope_utils
+
     scaling = SCALINGS[name]
     params = {HF_KEYS.get(k, k): v for k, v in scaling.items()}
     max_positions = params.pop("original_max_position_embeddings") if name == "dynamic" else 64
-    config = _neox_config(32, 0.25, 10000.0, params)
+    config = _neox_config(transformers, 32, 0.25, 10000.0, params)
     config.max_position_embeddings = max_positions
     theirs, their_factor = rope_utils.ROPE_INIT_FUNCTIONS[name](config, "cpu", seq_len=seq_len)
     positions = np.array([[1, seq_len - 1]])

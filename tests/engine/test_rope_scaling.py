@@ -13,10 +13,6 @@ from tfcli.core.errors import SpecConsistencyError
 from tfcli.spec.model import Spec
 from tfcli.spec.rope import RopeScaling
 
-# imported, not importorskip'd: the test extra installs both, and a missing one must fail CI
-import transformers  # noqa: E402
-import transformers.modeling_rope_utils as rope_utils  # noqa: E402
-
 HF_KEYS = {"original_max_seq_len": "original_max_position_embeddings"}
 
 CASES = {  # name -> (d_head, theta, scaling)
@@ -46,6 +42,10 @@ SEQ_LENS = (100, 3000, 5000)
 
 def hf_inv_freq(d_head: int, theta: float, scaling: dict,
                 seq_len: int) -> tuple[np.ndarray, float]:
+    # imported here, not at collection, nor importorskip'd: a missing transformers must fail CI
+    import transformers
+    import transformers.modeling_rope_utils as rope_utils
+
     params = {HF_KEYS.get(k, k): v for k, v in scaling.items() if k != "type"}
     params |= {"rope_type": scaling["type"], "rope_theta": theta}
     max_positions = 131072
