@@ -1,11 +1,13 @@
 """What torch really holds: the peak of live tensor storages during a forward pass (torch CPU has
 no allocator statistics), and the bytes autograd saves for backward. Both count each storage
-once and leave out the storages that existed before (parameters, buffers, the inputs)."""
+once and leave out the storages that existed before (parameters, buffers, the inputs). Also the
+LoRA adapters the LoRA check trains. Imported inside the tests (memory_cases.py), never when
+they are collected: its classes subclass torch's."""
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -90,3 +92,36 @@ def saved_bytes(model: torch.nn.Module, run: Callable[[], Any], *inputs: torch.T
         out = run()
     del out
     return sum(seen.values())
+
+
+class LoRA(torch.nn.Module):
+    """A frozen linear plus a trainable rank-r update B(A(x)), as PEFT's lora.Linear (no
+    dropout)."""
+
+    def __init__(self, base: torch.nn.Linear, rank: int) -> None:
+        super().__init__()
+        self.base = base
+        self.A = torch.nn.Linear(base.in_features, rank, bias=False)
+        self.B = torch.nn.Linear(rank, base.out_features, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.base(x) + self.B(self.A(x)) * 2.0
+
+
+def _attribute(root: object, path: str) -> Any:
+    for part in path.split("."):
+        root = getattr(root, part)
+    return root
+
+
+def with_lora(model: torch.nn.Module, blocks: str, modules: Mapping[str, str],
+              targets: tuple[str, ...], rank: int) -> None:
+    """Every weight frozen, then each block's `targets` linears (`modules[target]`, a path in
+    the block; `blocks` the path to the blocks) wrapped in a rank-`rank` LoRA."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for block in _attribute(model, blocks):
+        for target in targets:
+            parent_path, _, leaf = modules[target].rpartition(".")
+            parent = _attribute(block, parent_path) if parent_path else block
+            setattr(parent, leaf, LoRA(getattr(parent, leaf), rank))
