@@ -16,7 +16,7 @@ Ratios are printed (estimate / measured); --json writes them to a file as well.
     python benchmarks/memory_gpu.py --dry-run             # no GPU: the estimates alone
 
 Nothing here runs in CI (it needs a GPU); the CPU checks of the same figures are in
-tests/parity/test_memory_torch.py.
+tests/parity/memory_families.py.
 """
 
 from __future__ import annotations

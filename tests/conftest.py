@@ -48,17 +48,17 @@ SLOW: dict[str, str] = {
     "engine/test_weights_params.py": "7 s",
     "parity/test_gguf_parity.py": "136 s: gemma-3-270m and SmolLM2 GGUF files",
     "parity/test_generate_parity.py": "7 s",
-    "parity/test_gemma_parity.py": "6 s",
-    "parity/test_memory_torch.py": "4 s",
+    "parity/test_parity_generation.py": "7 s: greedy and check-cache of the family table",
+    "parity/test_parity_logits.py": "6 s",
+    "parity/test_memory_saved.py": "3 s",
     "parity/test_bart_parity.py": "4 s",
     "parity/test_wire_families_parity.py": "4 s",
-    "parity/test_deepseek_parity.py": "3 s",
     "parity/test_real_minilm.py": "3 s",
     "parity/test_encoder_parity.py": "2 s",
     "parity/test_hf_rope_scaling_parity.py": "2 s",
     "parity/test_mt5_parity.py": "2 s",
     "parity/test_phi3_parity.py": "1 s",
-    "parity/test_memory_torch_t5.py": "1 s",
+    "parity/test_memory_peak.py": "2 s",
 }
 # a module that compares against torch / transformers imports them (or a parity helper)
 _PARITY_IMPORT = re.compile(

@@ -73,7 +73,7 @@ def test_moe_is_planned_and_unmodelled_variants_are_named() -> None:
         code, _, err = run_in_memory("memory", *args)
         assert code == 2 and word in err, err
     code, out, err = run_in_memory("memory", "deepseek-v2-lite", "--train", "-f", "json")
-    assert code == 0, err  # MLA and DeepSeek's MoE (tests/parity/test_memory_torch_deepseek.py)
+    assert code == 0, err  # MLA and DeepSeek's MoE (tests/parity/memory_families.py)
 
 
 def test_a_gguf_file_is_planned_with_its_weights_as_stored(tmp_path: Path) -> None:

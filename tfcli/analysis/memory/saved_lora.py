@@ -15,7 +15,7 @@ everything computed from it. Then:
   - the MLP's activations as in full fine-tuning, less the product a frozen down projection
     would have saved; the frozen head saves nothing but the loss keeps its log-softmax.
 Checked against saved_tensors_hooks on Llama and BERT with adapters on q, v and on every linear
-(tests/parity/test_memory_torch.py).
+(tests/parity/memory_families.py).
 """
 
 from __future__ import annotations

@@ -233,7 +233,7 @@ def learned_position_parts(spec: Spec, work: Workload, attention: str,
     """A decoder's learned positions as GPT-2's (and BART's decoder's) modules save them:
     the int64 position ids its lookup keeps; under gradient checkpointing an eager stack's
     (B, 1, T, S) float mask, which its blocks take as a tensor argument (measured:
-    tests/parity/test_memory_torch.py)."""
+    tests/parity/memory_families.py)."""
     if spec.positions != "learned":
         return []
     parts: list[Part] = []

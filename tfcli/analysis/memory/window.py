@@ -1,7 +1,7 @@
 """What transformers' sliding-window and soft-capped decoders (Mistral, Gemma 2, Gemma 3) hold
 beyond the generic layers of live.py / saved_parts.py, measured on
 MistralForCausalLM, Gemma2ForCausalLM and Gemma3ForCausalLM (tests/parity/
-test_memory_torch_windows.py; docs/memory.md has the figures).
+tests/parity/memory_families.py; docs/memory.md has the figures).
 
 - A sliding window the sequence reaches (seq_len >= sliding_window: masking_utils then cannot
   leave causality to sdpa's is_causal) makes the model build a boolean (T, S) mask, expanded

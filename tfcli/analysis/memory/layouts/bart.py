@@ -2,7 +2,7 @@
 positions) as the memory planner's layout `bart`: two stacks of the generic layers, the
 decoder's with its learned positions as GPT-2's modules keep them, and every decoder block's
 cross-attention (docs/memory.md, "Encoder-decoders"; measured in
-tests/parity/test_memory_torch_encoders.py).
+tests/parity/memory_families.py).
 """
 
 from __future__ import annotations

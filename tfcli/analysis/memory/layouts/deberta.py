@@ -13,7 +13,7 @@ planned as eager, which is what transformers runs when asked for it (memory_plan
 
 Sizes are in elements of the compute dtype unless a name says bytes; int64 indices and the
 float32 mask are converted (`elements`). Measured on DebertaV2Model (tests/parity/
-test_memory_torch_deberta.py).
+tests/parity/memory_families.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (FalconModel, FalconAttention), which share nothing with the Llama-style layers live.hf_phases
 walks.
 
-What differs, as measured op by op (tests/parity/test_memory_torch_falcon.py):
+What differs, as measured op by op (tests/parity/memory_families.py):
 - the model always materialises the causal mask (create_causal_mask(allow_is_causal_skip=False)):
   eager a float (B, 1, T, S) mask, sdpa a boolean (1, 1, T, S) one expanded over the batch,
   held through the whole forward; sdpa turns it into a float (B, 1, T, S) mask in every call

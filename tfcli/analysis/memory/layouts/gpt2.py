@@ -2,7 +2,7 @@
 planner's layout `gpt2`: the generic layers (live.py, saved_parts.py) with what its model keeps
 of its learned positions: the wpe output held through the forward, the int64 position ids its
 lookup saves, and under gradient checkpointing the eager float mask its blocks take as a tensor
-(measured: tests/parity/test_memory_torch.py).
+(measured: tests/parity/memory_families.py).
 """
 
 from __future__ import annotations

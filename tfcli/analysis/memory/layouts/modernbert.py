@@ -1,6 +1,6 @@
 """transformers' ModernBertModel as the memory planner's layout `modernbert`: what it holds and
 saves, where it differs from the generic layers of live.py / saved_parts.py (measured on small random ModernBertModel instances:
-tests/parity/test_memory_torch_modernbert.py; docs/memory.md has the figures).
+tests/parity/memory_families.py; docs/memory.md has the figures).
 
 transformers 5.24 runs ModernBERT padded (no unpadding) with eager or sdpa attention:
 - the model keeps its embedding output to the end (the mask arguments' dict holds it);

@@ -4,7 +4,7 @@ encoder-decoder's two stacks walked by seq2seq.py, T5EncoderModel as the generic
 (live.py) with the bias its stack holds. Training: what autograd saves, the bytes
 saved_tensors_hooks sees, each storage once. Built from the same op-by-op facts as
 saved_parts.py (whose norm, MLP and outside-the-blocks counts it reuses), plus what T5's
-modules do differently, each measured (tests/parity/test_memory_torch_t5.py):
+modules do differently, each measured (tests/parity/memory_families.py):
 
 - compute_bias embeds an int64 (T, S) bucket table, which the embedding's backward keeps
   (8 bytes a score, once a stack: its first block computes the bias and passes it on; UMT5
