@@ -30,9 +30,10 @@ HERE = Path(__file__).resolve().parents[1]
 WORKER = r"""
 import json, sys, time
 import numpy as np
-try:
+import pathlib, tfcli
+if (pathlib.Path(tfcli.__file__).parent / "sources.py").exists():
     from tfcli.sources import load_spec
-except ImportError:  # a checkout from before issue 29
+else:  # a tree from before issue 29 (an ImportError fallback would reach the installed tree)
     from tfcli.spec_io import load_spec
 from tfcli.engine.init import init_weights
 from tfcli.engine.model import forward
