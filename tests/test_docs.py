@@ -301,3 +301,16 @@ def test_pasted_example_is_real(example: Example, example_dir: Path, hub_endpoin
     assert matches(example.expected, [line.rstrip() for line in actual], measured), \
         f"{example}: $ {example.command}\n" + "\n".join(difflib.unified_diff(
             example.expected, actual, "pasted", "printed", lineterm=""))
+
+
+def test_every_yaml_example_is_a_valid_spec() -> None:
+    """A ```yaml block in docs/ is a spec a user copies: it must load as one."""
+    import re
+
+    from tfcli.spec.load import parse_spec_text
+
+    blocks = [(page.name, block) for page in sorted((ROOT / "docs").glob("*.md"))
+              for block in re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S)]
+    assert blocks
+    for name, block in blocks:
+        assert parse_spec_text(block, source=name).d_model > 0
