@@ -242,7 +242,6 @@ def test_a_revision_that_climbs_is_not_a_hub_id(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("command", ["run", "generate"])
 def test_weights_given_a_gguf_file_reads_it(tmp_path: Path, command: str) -> None:
-    pytest.importorskip("gguf")
     from tests.corpus.hostile_corpus import tiny_gguf
 
     gguf_file = tiny_gguf(tmp_path)
