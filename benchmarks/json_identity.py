@@ -52,11 +52,11 @@ VOLATILE = {"seconds", "wall_s", "elapsed_s", "time_s", "ms", "timing"}
 TIMED = ("run ", "generate ")  # commands that time this machine (and `--execute`)
 
 
-def _timed(command: str) -> bool:
+def is_timed(command: str) -> bool:
     return command.startswith(TIMED) or "--execute" in command.split()
 
 
-def _scrub(value: object, timed: bool = False) -> object:
+def scrub(value: object, timed: bool = False) -> object:
     """`value` with this machine's measurements replaced by '*', for the commands that time a
     real run; every other command (perf's times and rates are estimates) is compared whole."""
     def volatile(key: str) -> bool:
@@ -64,9 +64,9 @@ def _scrub(value: object, timed: bool = False) -> object:
                           or key == "speedup")
 
     if isinstance(value, dict):
-        return {k: "*" if volatile(k) else _scrub(v, timed) for k, v in value.items()}
+        return {k: "*" if volatile(k) else scrub(v, timed) for k, v in value.items()}
     if isinstance(value, list):
-        return [_scrub(v, timed) for v in value]
+        return [scrub(v, timed) for v in value]
     return value
 
 
@@ -94,8 +94,8 @@ def compare(before: Path, after: Path) -> int:
     a, b = json.loads(before.read_text()), json.loads(after.read_text())
 
     def seen(entry: dict | None, command: str) -> object:
-        return None if entry is None else {**entry, "stdout": _scrub(entry["stdout"],
-                                                                     _timed(command))}
+        return None if entry is None else {**entry, "stdout": scrub(entry["stdout"],
+                                                                     is_timed(command))}
 
     differ = [c for c in a if seen(a[c], c) != seen(b.get(c), c)]
     for c in differ:

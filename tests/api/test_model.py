@@ -12,21 +12,8 @@ import pytest
 import tfcli
 from tfcli.core.errors import BadInputError
 from tfcli.render.output import json_safe
+from benchmarks.json_identity import is_timed, scrub
 from tests.cli.guarded import run_in_memory
-
-VOLATILE = {"seconds", "wall_s", "elapsed_s", "time_s", "ms", "timing"}
-
-
-def _scrub(value: Any) -> Any:
-    """Figures that time this machine, not the model, left out of the comparison (only run
-    and generate time anything: perf's rates are estimates, compared whole)."""
-    if isinstance(value, dict):
-        return {k: "*" if k in VOLATILE or k.endswith(("_ms", "_seconds")) else _scrub(v)
-                for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub(v) for v in value]
-    return value
-
 
 def _cli_json(*args: str) -> Any:
     code, out, err = run_in_memory(*args, "--format", "json")
@@ -34,18 +21,11 @@ def _cli_json(*args: str) -> Any:
     return json.loads(out)
 
 
-def _timed(value: Any) -> Any:
-    """A real run's rates and speed-up, measured on this machine, left out too."""
-    if isinstance(value, dict):
-        return {k: "*" if k.endswith("_per_s") or k == "speedup" else _timed(v)
-                for k, v in value.items()}
-    return value
-
-
 def _same(result: Any, *args: str) -> None:
-    timed = args[0] in ("run", "generate") or "--execute" in args  # the rest: estimates, whole
-    seen = (lambda value: _timed(_scrub(value))) if timed else (lambda value: value)
-    assert seen(json_safe(result.to_dict())) == seen(_cli_json(*args))
+    """The result's dict is the command's JSON; a real run's timings (run, generate,
+    --execute) are masked as benchmarks/json_identity.py masks them, the rest compared whole."""
+    timed = is_timed(" ".join(args))
+    assert scrub(json_safe(result.to_dict()), timed) == scrub(_cli_json(*args), timed)
 
 
 CASES = [
