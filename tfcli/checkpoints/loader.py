@@ -1,7 +1,7 @@
 """safetensors checkpoint -> tfcli Weights, through the family's name table (names.py).
 
-The spec decides which arrays exist and their shapes: a shape-only skeleton built by the same
-Initializer as `init_weights` lists every Weights path. Loading then (1) expands the table over
+The spec's blueprint (tfcli.spec.blueprint) decides which arrays exist and their shapes: a
+shape-only skeleton, the same walk over it as `init_weights`, lists every Weights path. Loading then (1) expands the table over
 blocks and experts, (2) checks that every needed tensor is present with the expected shape and
 that no unknown tensor is left over, (3) reads and places the tensors, (4) checks the total
 against `tfcli.spec.counts.total_parameters`.
@@ -42,7 +42,8 @@ class _ShapeOnly(Initializer):
 
 
 def skeleton(spec: Spec, dtype: np.dtype | type = np.float32) -> Weights:
-    """Weights of `spec` with placeholder arrays: init_weights' own builder, drawing nothing."""
+    """Weights of `spec` with placeholder arrays: init_weights' walk of the blueprint, drawing
+    nothing."""
     return _ShapeOnly(spec, np.random.default_rng(0), dtype).weights()
 
 

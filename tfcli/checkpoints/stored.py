@@ -16,7 +16,7 @@ from math import prod
 from typing import Any
 
 from tfcli.checkpoints.names import Table, expected_shape
-from tfcli.spec.counts import EVERY, block_indices, components
+from tfcli.spec.blueprint import EVERY, components, concrete_paths
 from tfcli.spec.model import Spec
 
 MAX_LISTED = 8  # differences named one by one; the rest are counted
@@ -99,17 +99,9 @@ def _spec_shapes(spec: Spec) -> dict[str, tuple[int, ...]]:
     for c in components(spec):
         if c.tied:
             continue
-        for path in _concrete(spec, c.path):
+        for path in concrete_paths(spec, c.path):
             shapes[path] = c.shape
     return shapes
-
-
-def _concrete(spec: Spec, path: str) -> list[str]:
-    if EVERY not in path:
-        return [path]
-    head, tail = path.split(f".{EVERY}", 1)
-    indices = range(spec.n_experts) if head.endswith("experts") else block_indices(spec, path)
-    return [q for i in indices for q in _concrete(spec, f"{head}.{i}{tail}")]
 
 
 def _base(table: Table, names: set[str]) -> str:

@@ -33,6 +33,44 @@ FUSED_QKV = (("wq", "wk", "wv"), ("bq", "bk", "bv"))  # self-attention: one (d, 
 FUSED_GATE_UP = (("w_gate", "w_up"), ("b_gate", "b_up"))  # gated FFN: one (d, 2 d_ff) array
 
 
+TRANSPOSED = ("wo", "w_down")  # stored Fortran-ordered: projections no wider out than in
+
+
+def _fused_groups(parent: str) -> tuple[tuple[str, ...], ...]:
+    """The groups of fields that lie side by side in one array of node `parent`: self-attention's
+    Q/K/V (not cross-attention's: its Q reads the decoder, K/V the encoder), a gated FFN's
+    gate and up (a block's, an expert's, the shared experts')."""
+    if parent.endswith(".attn"):
+        return FUSED_QKV
+    if parent.endswith((".ffn", ".shared")) or ".experts." in parent:
+        return FUSED_GATE_UP
+    return ()
+
+
+def laid_out_storage(shapes: dict[str, tuple[int, ...]], dtype: np.dtype,
+                     tied_table: bool) -> dict[str, Array]:
+    """Unfilled arrays, already in the decode layout, for the paths of `shapes` whose layout is
+    not a C-ordered array of their own: column views of one array per fused group (every
+    member present), Fortran-ordered transposes; `tied_table`: the token embedding is read
+    transposed by the head. The other paths are absent: a plain array is their layout."""
+    out: dict[str, Array] = {}
+    parents: dict[str, list[str]] = {}
+    for path in shapes:
+        parent, _, leaf = path.rpartition(".")
+        parents.setdefault(parent, []).append(leaf)
+        if leaf in TRANSPOSED or (path == "token_embedding" and tied_table):
+            out[path] = np.empty(shapes[path], dtype=dtype, order="F")
+    for parent, leaves in parents.items():
+        for group in _fused_groups(parent):
+            if all(name in leaves for name in group):
+                members = [f"{parent}.{name}" for name in group]
+                widths = [shapes[m][-1] for m in members]
+                block = np.empty((*shapes[members[0]][:-1], sum(widths)), dtype=dtype)
+                bounds = np.cumsum([0, *widths])
+                out.update({m: block[..., a:b] for m, a, b in zip(members, bounds[:-1], bounds[1:])})
+    return out
+
+
 def fuse_columns(parts: Sequence[Array]) -> list[Array]:
     """Copies of `parts` (..., n_i) laid side by side in one new (..., sum n_i) array, returned
     as its consecutive column views; `fused_array(*views)` gives the whole array back."""

@@ -1,14 +1,18 @@
-"""Typed weight containers, and the one walk over them that names every array.
+"""Typed weight containers, the one walk over them that names every array, and `assemble`.
 
-Matrices are stored (in_features, out_features) so a projection is `x @ w`, as in picoGPT.
-An array's path here (`decoder.blocks.3.attn.wq`) is its name everywhere in tfcli: the params
-components, the trace rows and the checkpoint tables use it (tests/checkpoints/test_weight_names.py).
-How the arrays lie in memory is layout.py's; how random ones are drawn, init.py's.
+The containers say what kind of node each part of a model is (attention, latent attention, FFN,
+MoE, block, stack) and give each array a typed name; which arrays a spec has, and their shapes,
+are its blueprint's (tfcli.spec.blueprint), and `assemble` builds the tree from it. Matrices are
+stored (in_features, out_features) so a projection is `x @ w`, as in picoGPT. An array's path
+here (`decoder.blocks.3.attn.wq`) is its name everywhere in tfcli: the blueprint, the params
+components, the trace rows and the checkpoint tables use it
+(tests/checkpoints/test_weight_names.py). How the arrays lie in memory is layout.py's; how random
+ones are drawn, init.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -18,24 +22,24 @@ from tfcli.core.arrays import Array
 
 @dataclass
 class NormWeights:
-    scale: Array | None  # (d_model,) or None for parameter-free LN
-    bias: Array | None  # (d_model,) for layernorm only
+    scale: Array | None  # None: a norm without parameters (layernorm_noaffine)
+    bias: Array | None  # layernorm only
 
 
 @dataclass
 class AttentionWeights:
-    wq: Array  # (d_model, n_heads * d_head)
-    wk: Array  # (d_model, n_kv_heads * d_head)
-    wv: Array  # (d_model, n_kv_heads * d_head)
-    wo: Array  # (n_heads * d_head, d_model)
+    wq: Array
+    wk: Array
+    wv: Array
+    wo: Array
     bq: Array | None = None
     bk: Array | None = None
     bv: Array | None = None
     bo: Array | None = None
-    q_norm: NormWeights | None = None  # (d_head,) weights shared by every head (spec.qk_norm)
+    q_norm: NormWeights | None = None  # spec.qk_norm: per_head weights are shared by every head
     k_norm: NormWeights | None = None
     # disentangled attention without share_att_key: the relative-position table's own key (c2p)
-    # and query (p2c) projections, (d_model, n_heads * d_head) and (n_heads * d_head,)
+    # and query (p2c) projections
     wpos_k: Array | None = None
     bpos_k: Array | None = None
     wpos_q: Array | None = None
@@ -44,17 +48,16 @@ class AttentionWeights:
 
 @dataclass
 class LatentAttentionWeights:
-    """Multi-head latent attention (DeepSeek-V2/V3); r = kv_lora_rank, dr = qk_rope_head_dim,
-    dn = qk_nope_head_dim, dv = v_head_dim, qk = dn + dr."""
+    """Multi-head latent attention (DeepSeek-V2/V3)."""
 
-    wkv_a: Array  # (d_model, r + dr): the latent, then the shared RoPE key
-    kv_a_norm: NormWeights  # (r,)
-    wkv_b: Array  # (r, n_heads * (dn + dv)): each head's no-RoPE key, then its value
-    wo: Array  # (n_heads * dv, d_model)
-    wq: Array | None = None  # (d_model, n_heads * qk), without q_lora_rank
-    wq_a: Array | None = None  # (d_model, q_lora_rank)
-    q_a_norm: NormWeights | None = None  # (q_lora_rank,)
-    wq_b: Array | None = None  # (q_lora_rank, n_heads * qk)
+    wkv_a: Array  # the latent, then the shared RoPE key
+    kv_a_norm: NormWeights
+    wkv_b: Array  # each head's no-RoPE key, then its value
+    wo: Array
+    wq: Array | None = None  # without q_lora_rank
+    wq_a: Array | None = None  # with q_lora_rank: x -> q_a -> norm -> q_b
+    q_a_norm: NormWeights | None = None
+    wq_b: Array | None = None
     bq_a: Array | None = None  # spec.attention_bias: on q_a and kv_a
     bkv_a: Array | None = None
     bo: Array | None = None  # spec.attention_out_bias
@@ -62,9 +65,9 @@ class LatentAttentionWeights:
 
 @dataclass
 class FFNWeights:
-    w_up: Array  # (d_model, d_ff)
-    w_down: Array  # (d_ff, d_model)
-    w_gate: Array | None = None  # (d_model, d_ff), gated activations only
+    w_up: Array
+    w_down: Array
+    w_gate: Array | None = None  # gated activations only
     b_up: Array | None = None
     b_gate: Array | None = None
     b_down: Array | None = None
@@ -72,11 +75,11 @@ class FFNWeights:
 
 @dataclass
 class MoEWeights:
-    router: Array  # (d_model, n_experts), no bias
+    router: Array
     experts: list[FFNWeights]  # each of hidden width spec.expert_width
-    router_bias: Array | None = None  # (n_experts,): chooses experts only (a buffer, see BUFFERS)
+    router_bias: Array | None = None  # chooses experts only (a buffer, see BUFFERS)
     shared: FFNWeights | None = None  # the shared experts as one FFN of spec.shared_width
-    shared_gate: Array | None = None  # (d_model, 1): sigmoid gate on the shared output
+    shared_gate: Array | None = None  # sigmoid gate on the shared output
 
 
 @dataclass
@@ -90,8 +93,8 @@ class BlockWeights:
     # norms on each sublayer's output, inside the residual (norm_placement sublayer_post, sandwich)
     attn_post_norm: NormWeights | None = None
     ffn_post_norm: NormWeights | None = None
-    # (relative_buckets, n_heads): this block's own relative-position table (UMT5,
-    # spec.relative_bias_per_layer); None: the stack's shared one (T5) or none
+    # this block's own relative-position table (UMT5, spec.relative_bias_per_layer); None: the
+    # stack's shared one (T5) or none
     relative_bias: Array | None = None
 
 
@@ -99,38 +102,38 @@ class BlockWeights:
 class StackWeights:
     blocks: list[BlockWeights]  # under spec.shared_layers, one BlockWeights listed n_layers times
     final_norm: NormWeights | None
-    relative_bias: Array | None = None  # (relative_buckets, n_heads), shared by the stack's blocks
+    relative_bias: Array | None = None  # T5: shared by the stack's blocks
     # the stack's own embedding tables (spec.per_stack_embeddings, BART); None: Weights' shared ones
-    position_embedding: Array | None = None  # (max_seq_len + position_offset, embedding_width)
+    position_embedding: Array | None = None
     embedding_norm: NormWeights | None = None
-    # disentangled attention (DeBERTa): (spec.relative_rows, d_model) relative-position
-    # embeddings shared by the stack's blocks, and their norm (spec.relative_embedding_norm)
+    # disentangled attention (DeBERTa): relative-position embeddings shared by the stack's
+    # blocks, and their norm (spec.relative_embedding_norm)
     relative_embedding: Array | None = None
     relative_embedding_norm: NormWeights | None = None
 
 
 @dataclass
 class Weights:
-    token_embedding: Array  # (vocab_size, embedding_width): d_model unless embedding_dim
-    position_embedding: Array | None  # (max_seq_len + position_offset, ..), learned positions
-    token_type_embedding: Array | None  # (type_vocab_size, embedding_width)
+    token_embedding: Array  # embedding_width wide: d_model unless embedding_dim
+    position_embedding: Array | None  # learned positions
+    token_type_embedding: Array | None
     embedding_norm: NormWeights | None
     encoder: StackWeights | None
     decoder: StackWeights | None
-    lm_head: Array | None  # (d_model, vocab_size); None when tied or headless
+    lm_head: Array | None  # None when tied or headless
     # factorised embeddings (spec.embedding_dim): the tables are embedding_dim wide, then this
-    embedding_project: Array | None = None  # (embedding_dim, d_model)
-    embedding_project_bias: Array | None = None  # (d_model,)
-    pooler_w: Array | None = None  # (d_model, d_model)
-    pooler_b: Array | None = None  # (d_model,)
-    lm_head_bias: Array | None = None  # (vocab_size,), spec.lm_head_bias only
+    embedding_project: Array | None = None
+    embedding_project_bias: Array | None = None
+    pooler_w: Array | None = None
+    pooler_b: Array | None = None
+    lm_head_bias: Array | None = None  # spec.lm_head_bias only
     # the task heads (tfcli.engine.heads): masked_lm's transform, a classifier's matrix
-    head_dense: Array | None = None  # (d_model, d_model), head masked_lm
-    head_dense_bias: Array | None = None  # (d_model,), with spec.bias
-    head_norm: NormWeights | None = None  # (d_model,), the spec's norm
-    classifier: Array | None = None  # (d_model, num_labels), classification heads
-    classifier_bias: Array | None = None  # (num_labels,), spec.classifier_bias
-    final_logits_bias: Array | None = None  # (1, vocab_size), spec.final_logits_bias (a buffer)
+    head_dense: Array | None = None
+    head_dense_bias: Array | None = None
+    head_norm: NormWeights | None = None
+    classifier: Array | None = None  # classification heads
+    classifier_bias: Array | None = None
+    final_logits_bias: Array | None = None  # spec.final_logits_bias (a buffer)
 
     @property
     def stacks(self) -> list[StackWeights]:
@@ -165,7 +168,7 @@ def iter_arrays(obj: object) -> Iterator[Array]:
 
 
 # Fields holding arrays transformers keeps as buffers, not parameters: loaded and run, not
-# counted (tfcli.spec.counts.Component.buffer)
+# counted (tfcli.spec.blueprint.Component.buffer)
 BUFFERS = ("router_bias", "final_logits_bias")
 
 
@@ -173,3 +176,77 @@ def count_parameters(weights: Weights) -> int:
     """Parameters held, each shared array once, buffers left out (equals
     tfcli.spec.counts.total_parameters)."""
     return sum(a.size for path, a in named_arrays(weights) if path.rsplit(".", 1)[-1] not in BUFFERS)
+
+
+# --- the tree from a blueprint ------------------------------------------------------------------
+
+Node = dict[str, "Node | Array"]  # a nested dict of a blueprint's paths, arrays at the leaves
+
+
+def _node_type(name: str, node: Node) -> type:
+    """The container a blueprint node is, by its name and what it holds."""
+    if name.endswith("norm"):
+        return NormWeights
+    if name in ("attn", "cross_attn"):
+        return LatentAttentionWeights if "wkv_a" in node else AttentionWeights
+    if name == "ffn":
+        return MoEWeights if "router" in node else FFNWeights
+    if name == "shared" or name.isdigit():  # an expert (a block is built by _block_list)
+        return FFNWeights
+    if name in ("encoder", "decoder"):
+        return StackWeights
+    raise ValueError(f"no weights container for a blueprint node named {name!r}")
+
+
+def _build(cls: type, node: Node, layers: int = 0) -> object:
+    """`cls` with the node's children as fields; a field the node lacks is None."""
+    values: dict[str, object] = {}
+    for f in fields(cls):
+        child = node.get(f.name)
+        if isinstance(child, dict):
+            if f.name == "blocks":
+                child = _block_list(child, layers)
+            elif f.name == "experts":
+                child = [_build(FFNWeights, child[str(e)]) for e in range(len(child))]  # type: ignore[arg-type]
+            else:
+                child = _build(_node_type(f.name, child), child)
+        values[f.name] = child
+    return cls(**values)
+
+
+def _block_list(blocks: Node, layers: int) -> list[BlockWeights]:
+    """Blocks 0..layers-1; a blueprint with one block for many (shared_layers) lists it for all."""
+    built = [_build(BlockWeights, blocks[str(i)]) for i in range(len(blocks))]  # type: ignore[arg-type]
+    return built * layers if len(built) == 1 and layers > 1 else built  # type: ignore[return-value]
+
+
+def nest(items: Iterable[tuple[str, Array | None]]) -> Node:
+    """Dotted paths -> a nested dict; a None value is a node without arrays (an empty module)."""
+    root: Node = {}
+    for path, array in items:
+        *parents, last = path.split(".")
+        node = root
+        for part in parents:
+            node = node.setdefault(part, {})  # type: ignore[assignment]
+        node[last] = {} if array is None else array
+    return root
+
+
+def assemble(items: Iterable[tuple[str, Array | None]], layers: dict[str, int]) -> Weights:
+    """The Weights tree of (path, array) pairs: every array of a blueprint, placed at its path
+    (None: a module without parameters). `layers`: blocks per stack, for shared_layers."""
+    root = nest(items)
+    stacks = {name: _build(StackWeights, root.pop(name), layers.get(name, 0))  # type: ignore[arg-type]
+              for name in ("encoder", "decoder") if name in root}
+    return _build(Weights, {**root, **stacks})  # type: ignore[return-value, dict-item]
+
+
+def assemble_part(items: Iterable[tuple[str, Array | None]], name: str) -> object:
+    """One node of a tree from paths relative to it: `block`, `attn`, `ffn`, a norm, or an
+    array (`relative_bias`: its one item has the path '')."""
+    items = list(items)
+    if len(items) == 1 and items[0][0] == "" and items[0][1] is not None:
+        return items[0][1]
+    node = nest((path, a) for path, a in items if path)  # ('', None): the node itself, empty
+    cls = BlockWeights if name == "block" else _node_type(name, node)
+    return _build(cls, node)

@@ -211,7 +211,7 @@ def test_packed_attention_equals_per_sequence_attention(name: str, window: int |
     if window is not None:
         spec = spec.replace(sliding_window=window)
     causal = spec.family == "decoder"
-    weights = Initializer(spec, np.random.default_rng(1), np.float64).attention()
+    weights = Initializer(spec, np.random.default_rng(1), np.float64).part("attn")
     x = np.random.default_rng(2).normal(size=(23, 7, 32))  # 23 sequences: the last pack is partial
     bias = t5_position_bias(spec, np.random.default_rng(3), 7, causal, np.dtype(np.float64))
     positions = np.arange(7)[None]  # (1, T)

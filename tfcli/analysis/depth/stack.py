@@ -29,7 +29,8 @@ from tfcli.engine.ffn import ffn
 from tfcli.engine.ops import apply_norm
 from tfcli.engine.positions import relative_bias
 from tfcli.engine.init import Initializer
-from tfcli.engine.weights import AttentionWeights, FFNWeights, MoEWeights
+from tfcli.engine.latent_attention import latent_attention
+from tfcli.engine.weights import AttentionWeights, FFNWeights, LatentAttentionWeights, MoEWeights
 from tfcli.spec.model import Spec
 
 VARIANTS = ("pre", "post", "plain", "residual-no-norm")
@@ -82,11 +83,11 @@ def spec_builder(spec: Spec, sublayer: str, causal: bool, dtype: np.dtype,
         init = Float32Initializer(spec, rng, dtype)
         parts: list[Sublayer] = []
         if sublayer in ("block", "attention"):
-            norm_w, attn_w = init.norm(), init.attention()
+            norm_w, attn_w = init.norm(), init.part("attn")
             parts.append(Sublayer(_spec_norm(spec, norm_w),
                                   lambda x: packing.attention(spec, attn_w, x)))
         if sublayer in ("block", "ffn"):
-            norm_w, ffn_w = init.norm(), init.ffn()
+            norm_w, ffn_w = init.norm(), init.part("ffn")
             parts.append(Sublayer(_spec_norm(spec, norm_w), lambda x: _positionwise(spec, ffn_w, x)))
         return tuple(parts)
 
@@ -112,9 +113,13 @@ class _Packing:
         self.window = window  # the spec's sliding window (causal only), None = unlimited
         self._masks: dict[tuple[int, int], Array] = {}
 
-    def attention(self, spec: Spec, w: AttentionWeights, x: Array) -> Array:
+    def attention(self, spec: Spec, w: AttentionWeights | LatentAttentionWeights, x: Array) -> Array:
         """x (N, T, d) -> (N, T, d), each sequence attending only within itself."""
         n_seq, length, width = x.shape
+        if isinstance(w, LatentAttentionWeights):  # MLA adds no mask: one sequence per call
+            inputs = StackInput.over(length, self.causal)
+            return np.concatenate([latent_attention(spec, w, x[i:i + 1], inputs)
+                                   for i in range(n_seq)])  # (1, T, d) each -> (N, T, d)
         per_call = max(1, PACK_ROWS // length)
         out = np.empty_like(x)
         for start in range(0, n_seq, per_call):
