@@ -18,7 +18,8 @@ from tests.checkpoints.test_configs import GPT2_CONFIG, gpt2_tensors, write_conf
 from tfcli.spec.counts import components, total_parameters
 from tfcli.checkpoints import load_weights, spec_from_config, spec_from_config_dir
 from tfcli.checkpoints.export import spec_to_yaml
-from tfcli.checkpoints.heads import ARCHITECTURES, REFUSED
+from tfcli.checkpoints.families import CLASSES as ARCHITECTURES
+from tfcli.checkpoints.heads import REFUSED
 from tfcli.engine.weights import count_parameters
 from tfcli.core.errors import BadInputError, SpecError
 from tfcli.spec.load import parse_spec_text

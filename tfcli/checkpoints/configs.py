@@ -15,16 +15,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tfcli.checkpoints.families import FAMILIES
+from tfcli.checkpoints.families import CLASS_TYPES, CLASSES, FAMILIES, classes_for
 from tfcli.checkpoints.families.common import architecture_name, unsupported
 from tfcli.checkpoints.fields import MAX_SIZE, Config, ConfigFields, int_literal, shown
-from tfcli.checkpoints.heads import (
-    ARCHITECTURE_TYPES,
-    ARCHITECTURES,
-    REFUSED,
-    Architecture,
-    classes_for,
-)
+from tfcli.checkpoints.heads import REFUSED, Architecture
 from tfcli.core.errors import BadInputError, SpecConsistencyError, clip
 from tfcli.core.files import open_regular
 from tfcli.spec.model import Spec
@@ -41,7 +35,7 @@ def model_type(config: Config, file: str = CONFIG_FILE) -> str:
     """The supported family of a config, or a BadInputError naming what it is."""
     c = ConfigFields(config, file)
     architecture = architecture_name(c)
-    kind = c.optional_text("model_type") or ARCHITECTURE_TYPES.get(architecture, "")
+    kind = c.optional_text("model_type") or CLASS_TYPES.get(architecture, "")
     if kind not in FAMILIES:
         what = f"model_type {shown(kind)}" if kind else f"architectures {shown(c.names('architectures'))}"
         raise BadInputError(f"{file}: {what} is not supported "
@@ -59,7 +53,7 @@ def architecture(c: ConfigFields, kind: str) -> Architecture:
         return classes[name]
     reason = REFUSED.get(name, "a model class tfcli does not build")
     raise BadInputError(f"{c.file}: architectures {shown(name)} is not supported: {reason} "
-                        f"(supported for model_type '{kind}': {', '.join(ARCHITECTURES[kind])})")
+                        f"(supported for model_type '{kind}': {', '.join(CLASSES[kind])})")
 
 
 def num_labels(c: ConfigFields) -> int:

@@ -42,7 +42,7 @@ QA = Architecture(False, "token_classification", pooler=False, labels=2)  # star
 QA_LABELS = Architecture(False, "token_classification", pooler=False)
 
 
-def _decoder_family(prefix: str, qa_head: str | None = "qa_outputs") -> dict[str, Architecture]:
+def decoder_classes(prefix: str, qa_head: str | None = "qa_outputs") -> dict[str, Architecture]:
     """The classes of a LLaMA-like family; qa_head None: it has no *ForQuestionAnswering."""
     classes = {
         f"{prefix}ForCausalLM": LM, f"{prefix}Model": BARE,
@@ -73,19 +73,19 @@ ARCHITECTURES: dict[str, dict[str, Architecture]] = {
         "BertForTokenClassification": TOKENS,
         "BertForQuestionAnswering": QA_LABELS,
     },
-    "llama": _decoder_family("Llama"),
-    "mistral": _decoder_family("Mistral"),
-    "mixtral": _decoder_family("Mixtral"),
-    "qwen2": _decoder_family("Qwen2"),
-    "qwen3": _decoder_family("Qwen3"),
-    "qwen2_moe": _decoder_family("Qwen2Moe"),
-    "qwen3_moe": _decoder_family("Qwen3Moe"),
-    "deepseek_v2": {name: a for name, a in _decoder_family("DeepseekV2", qa_head=None).items()
+    "llama": decoder_classes("Llama"),
+    "mistral": decoder_classes("Mistral"),
+    "mixtral": decoder_classes("Mixtral"),
+    "qwen2": decoder_classes("Qwen2"),
+    "qwen3": decoder_classes("Qwen3"),
+    "qwen2_moe": decoder_classes("Qwen2Moe"),
+    "qwen3_moe": decoder_classes("Qwen3Moe"),
+    "deepseek_v2": {name: a for name, a in decoder_classes("DeepseekV2", qa_head=None).items()
                     if not name.endswith("ForTokenClassification")},  # V2 has no such class
-    "deepseek_v3": _decoder_family("DeepseekV3", qa_head=None),
-    "phi3": _decoder_family("Phi3", qa_head=None),
-    "gemma": _decoder_family("Gemma", qa_head=None),
-    "gemma2": _decoder_family("Gemma2", qa_head=None),
+    "deepseek_v3": decoder_classes("DeepseekV3", qa_head=None),
+    "phi3": decoder_classes("Phi3", qa_head=None),
+    "gemma": decoder_classes("Gemma", qa_head=None),
+    "gemma2": decoder_classes("Gemma2", qa_head=None),
     "gemma3_text": {"Gemma3ForCausalLM": LM, "Gemma3TextModel": BARE,
                     "Gemma3TextForSequenceClassification": SEQUENCE},
     "olmo2": {"Olmo2ForCausalLM": LM, "Olmo2Model": BARE,
@@ -197,18 +197,3 @@ REFUSED: dict[str, str] = {
     "BartForCausalLM": "BART's decoder alone (no encoder, no cross-attention)",
     "GPT2DoubleHeadsModel": "a GPT-2 with a multiple-choice head beside the LM head",
 } | ENCODER_REFUSED
-
-# class name -> model_type, for configs that name only `architectures`
-ARCHITECTURE_TYPES: dict[str, str] = {
-    name: kind for kind, classes in ARCHITECTURES.items() for name in classes
-}
-
-# Families whose configs name each other's classes (a Mistral fine-tune saved as LlamaForCausalLM).
-_LLAMA_LIKE = ("llama", "mistral", "mixtral")
-
-
-def classes_for(kind: str) -> dict[str, Architecture]:
-    """The classes a config of model_type `kind` may name."""
-    if kind in _LLAMA_LIKE:
-        return {name: a for k in _LLAMA_LIKE for name, a in ARCHITECTURES[k].items()}
-    return ARCHITECTURES[kind]

@@ -3,8 +3,9 @@ all tfcli knows of it - the defaults of its transformers config class, its confi
 (-> spec fields) and its checkpoint name Table. Family knowledge lives here and in
 tfcli/checkpoints/heads.py (its model classes) only; the engine reads spec fields.
 
-Adding a family: a module here with DEFAULTS, a reader (families.common.Reader) and a Table;
-one FAMILIES entry per model_type below; its classes in heads.ARCHITECTURES.
+Adding a family: a module here with DEFAULTS, a reader (families.common.Reader), a Table and
+its model classes (heads.decoder_classes for a LLaMA-like one); one FAMILIES row per model_type
+below. The families built before rows carried their classes keep them in heads.ARCHITECTURES.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from tfcli.checkpoints.families import modernbert
 from tfcli.checkpoints.families import deberta
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
+from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
 from tfcli.checkpoints.names import Table, with_classifier
 
 
@@ -30,6 +32,8 @@ class Family:
     defaults: Config  # the transformers config class's defaults for the keys read
     read: Reader
     table: Table
+    # its model classes, the first what an empty `architectures` means; None: heads.ARCHITECTURES'
+    classes: dict[str, Architecture] | None = None
 
 
 FAMILIES: dict[str, Family] = {
@@ -69,3 +73,17 @@ FAMILIES: dict[str, Family] = {
 }
 # every family's table with the classifier of the classification heads (names.with_classifier)
 TABLES: dict[str, Table] = {kind: with_classifier(family.table) for kind, family in FAMILIES.items()}
+# model_type -> class name -> Architecture
+CLASSES: dict[str, dict[str, Architecture]] = {
+    kind: family.classes or ARCHITECTURES[kind] for kind, family in FAMILIES.items()}
+# class name -> model_type, for configs that name only `architectures`
+CLASS_TYPES: dict[str, str] = {name: kind for kind, classes in CLASSES.items() for name in classes}
+# Families whose configs name each other's classes (a Mistral fine-tune saved as LlamaForCausalLM).
+_LLAMA_LIKE = ("llama", "mistral", "mixtral")
+
+
+def classes_for(kind: str) -> dict[str, Architecture]:
+    """The classes a config of model_type `kind` may name."""
+    if kind in _LLAMA_LIKE:
+        return {name: a for k in _LLAMA_LIKE for name, a in CLASSES[k].items()}
+    return CLASSES[kind]
