@@ -164,9 +164,12 @@ def _block_input(spec: Spec, block: BlockWeights, inputs: StackInput) -> StackIn
 
 
 def layer_specs(spec: Spec, n_layers: int) -> list[Spec]:
-    """The spec each of n_layers blocks runs with under a layer_pattern: local blocks keep
-    sliding_window (and take rope_local_theta, unscaled, when set), global ones see every
-    earlier key. Two unvalidated copies (model_copy), shared by the blocks of each kind."""
+    """The spec each of n_layers blocks runs with: `spec` itself, but under a layer_pattern,
+    where local blocks keep sliding_window (and take rope_local_theta, unscaled, when set) and
+    global ones see every earlier key: two unvalidated copies (model_copy), shared by the
+    blocks of each kind. A view holds no per-layer field, so it runs as a one-block stack too."""
+    if not spec.layer_pattern:
+        return [spec] * n_layers
     local: dict[str, object] = {"layer_pattern": None}
     if spec.rope_local_theta is not None:
         local |= {"rope_theta": spec.rope_local_theta, "rope_scaling": None,
@@ -192,11 +195,10 @@ def forward_hidden(spec: Spec, stack: StackWeights, x: Array, inputs: StackInput
     table = relative_table(spec, stack, named)  # (2 span, d): DeBERTa, normed once per call
     if table is not None:
         inputs = replace(inputs, relative_embeddings=table)
-    # a layer_pattern's per-block views, made once per call (none on other specs' path)
-    views = layer_specs(spec, len(stack.blocks)) if spec.layer_pattern else None
+    views = layer_specs(spec, len(stack.blocks))  # each block's own spec, made once per call
     for i, block in enumerate(stack.blocks):
         layer = cache.layers[i] if cache is not None else None
-        x = block_forward(spec if views is None else views[i], block, x,
+        x = block_forward(views[i], block, x,
                           _block_input(spec, block, inputs), layer, named.at(i))
     if stack.final_norm is not None:
         x = _norm(spec, stack.final_norm, x)

@@ -84,8 +84,8 @@ def _stack_stages(spec: Spec, stack: StackWeights, x: Array, *, causal: bool, na
     """A stack run one block at a time (same maths as forward_hidden: it is forward_hidden on
     one-block stacks sharing the stack's relative-position table), then its final norm."""
     n_blocks = len(stack.blocks)
-    # a layer_pattern's block i runs as its own kind (a one-block stack would be block 0's)
-    views = layer_specs(spec, n_blocks) if spec.layer_pattern else [spec] * n_blocks
+    # block i runs as its own kind (a one-block stack would be block 0's)
+    views = layer_specs(spec, n_blocks)
     for i, block in enumerate(stack.blocks):
         one = StackWeights([block], None, stack.relative_bias)
         x = forward_hidden(views[i], one, x, StackInput.over(x.shape[1], causal, None, encoder_out))
