@@ -120,6 +120,9 @@ DECODERS = (
     Family("gemma", "GemmaForCausalLM", "GemmaConfig",  # MQA, gated gelu_pytorch_tanh
            SMALL | dict(num_key_value_heads=1, head_dim=16), optimizer=True),
     Family("qwen2", "Qwen2ForCausalLM", "Qwen2Config", SMALL, optimizer=True),  # Q/K/V biases
+    Family("smollm3", "SmolLM3ForCausalLM", "SmolLM3Config",  # block 1 of 2 without RoPE
+           SMALL | dict(no_rope_layer_interval=2, pad_token_id=0, bos_token_id=0,
+                        eos_token_id=0), optimizer=True),
     Family("mixtral", "MixtralForCausalLM", "MixtralConfig",  # top-2 of 4 experts
            SMALL | dict(num_local_experts=4, num_experts_per_tok=2), optimizer=True),
     Family("qwen2_moe", "Qwen2MoeForCausalLM", "Qwen2MoeConfig", SMALL | dict(  # + a gated

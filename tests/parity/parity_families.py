@@ -237,6 +237,28 @@ def gemma3_layer_types() -> PreTrainedModel:
         attention_bias=True))
 
 
+# --- SmolLM3 ---------------------------------------------------------------------------------
+# NoPE layers: every fourth by no_rope_layer_interval (layers 3 and 7 of 8), or an explicit
+# no_rope_layers list; GQA, tied embeddings as SmolLM3-3B.
+
+SMOLLM3 = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "num_hidden_layers": 8, "intermediate_size": 96, "vocab_size": VOCAB,
+           "max_position_embeddings": 64, "pad_token_id": 0, "bos_token_id": 1,
+           "eos_token_id": 2, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def smollm3() -> PreTrainedModel:
+    from transformers import SmolLM3Config, SmolLM3ForCausalLM
+    return SmolLM3ForCausalLM(SmolLM3Config(**SMOLLM3))
+
+
+def smollm3_flags() -> PreTrainedModel:
+    """An explicit per-layer list: layers 0 and 2 unrotated, untied."""
+    from transformers import SmolLM3Config, SmolLM3ForCausalLM
+    small = SMOLLM3 | {"num_hidden_layers": 3}
+    return SmolLM3ForCausalLM(SmolLM3Config(**small, no_rope_layers=[0, 1, 0],
+                                            tie_word_embeddings=False))
+
 
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
@@ -252,5 +274,7 @@ ROWS = [
     Family("gemma2", gemma2, GEMMA_PROMPTS),
     Family("gemma3", gemma3, GEMMA_PROMPTS),
     Family("gemma3-layer-types", gemma3_layer_types, GEMMA_PROMPTS),
+    Family("smollm3", smollm3),
+    Family("smollm3-flags", smollm3_flags),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

@@ -220,6 +220,15 @@ QWEN3_30B_A3B = {  # Qwen/Qwen3-30B-A3B config.json
     "sliding_window": None, "tie_word_embeddings": False, "use_sliding_window": False,
     "vocab_size": 151936,
 }
+SMOLLM3_3B = {  # HuggingFaceTB/SmolLM3-3B config.json (the keys it sets; every 4th layer NoPE)
+    "architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "attention_bias": False,
+    "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 11008,
+    "max_position_embeddings": 65536, "mlp_bias": False, "num_attention_heads": 16,
+    "num_hidden_layers": 36, "num_key_value_heads": 4, "rms_norm_eps": 1e-06,
+    "rope_theta": 5000000.0, "sliding_window": None, "tie_word_embeddings": True,
+    "use_sliding_window": False, "vocab_size": 128256, "pad_token_id": 128004,
+    "no_rope_layers": [int((i + 1) % 4 != 0) for i in range(36)], "no_rope_layer_interval": 4,
+}
 
 QWEN: dict[str, dict[str, object]] = {
     "Qwen2.5-0.5B": {

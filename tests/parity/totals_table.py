@@ -221,6 +221,7 @@ FAMILIES: list[Row] = [
     Row("Qwen2.5-0.5B", pub.QWEN["Qwen2.5-0.5B"], total=494_032_768),
     Row("Qwen2.5-7B", pub.QWEN["Qwen2.5-7B"], total=7_615_616_512, bundled="qwen2.5-7b"),
     Row("Qwen3-8B", pub.QWEN["Qwen3-8B"], total=8_190_735_360, bundled="qwen3-8b"),
+    Row("SmolLM3-3B", pub.SMOLLM3_3B, reads={"nope_layers": list(range(3, 36, 4))}),
     *[Row(name, pub.ROT[name], total=ROT_TOTALS[name], bundled=ROT_BUNDLED[name],
           reads=ROT_READS[name], source=HF) for name in pub.ROT],
     *[Row(name, config, total=WIRE_TOTALS.get(name), bundled=WIRE_BUNDLED.get(name),

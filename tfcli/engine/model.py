@@ -166,17 +166,28 @@ def _block_input(spec: Spec, block: BlockWeights, inputs: StackInput) -> StackIn
 def layer_specs(spec: Spec, n_layers: int) -> list[Spec]:
     """The spec each of n_layers blocks runs with: `spec` itself, but under a layer_pattern,
     where local blocks keep sliding_window (and take rope_local_theta, unscaled, when set) and
-    global ones see every earlier key: two unvalidated copies (model_copy), shared by the
-    blocks of each kind. A view holds no per-layer field, so it runs as a one-block stack too."""
-    if not spec.layer_pattern:
-        return [spec] * n_layers
-    local: dict[str, object] = {"layer_pattern": None}
+    global ones see every earlier key, and for nope_layers, which rotate nothing. Unvalidated
+    copies (model_copy), one per kind of block. A view holds no per-layer field, so it runs as
+    a one-block stack too."""
+    views = _pattern_views(spec, n_layers) if spec.layer_pattern else [spec] * n_layers
+    if not spec.nope_layers:
+        return views
+    kinds = {id(v): v for v in views}.values()
+    rotated = {id(v): v.model_copy(update={"nope_layers": None}) for v in kinds}
+    unrotated = {id(v): v.model_copy(update={"positions": "none", "nope_layers": None})
+                 for v in kinds}
+    nope = set(spec.nope_layers)
+    return [(unrotated if i in nope else rotated)[id(v)] for i, v in enumerate(views)]
+
+
+def _pattern_views(spec: Spec, n_layers: int) -> list[Spec]:
+    local: dict[str, object] = {"layer_pattern": None, "nope_layers": None}
     if spec.rope_local_theta is not None:
         local |= {"rope_theta": spec.rope_local_theta, "rope_scaling": None,
                   "rope_local_theta": None}
     views = {"local": spec.model_copy(update=local),
              "global": spec.model_copy(update={"layer_pattern": None, "sliding_window": None,
-                                               "rope_local_theta": None})}
+                                               "rope_local_theta": None, "nope_layers": None})}
     pattern = spec.layer_pattern or ["global"]
     return [views[pattern[i % len(pattern)]] for i in range(n_layers)]
 

@@ -100,6 +100,10 @@ class Spec(BaseModel):
     rope_pairing: RopePairing = Field(
         "half", description="Which dimensions RoPE rotates together: half = i with i + r/2 "
         "(rotate_half: Llama, GPT-NeoX); interleaved = 2i with 2i + 1 (GPT-J). Needs rope.")
+    nope_layers: list[int] | None = Field(
+        None, min_length=1, max_length=1 << 16, description="Layers (0-based, increasing) "
+        "whose attention applies no rotary embedding (NoPE; SmolLM3 every fourth). Needs rope; "
+        "decoder or encoder. Default: every layer rotates.")
     relative_buckets: int = Field(32, gt=0, description="T5 relative-position buckets.")
     relative_max_distance: int = Field(128, gt=0, description="T5 relative max distance.")
     relative_bias_per_layer: bool = Field(
@@ -631,6 +635,8 @@ def _check_rotary(spec: Spec) -> None:
                            ("rope_pairing", spec.rope_pairing != "half")):
         if changed and spec.positions != "rope":
             raise SpecConsistencyError(field, f"needs positions: rope (got {spec.positions!r})")
+    if spec.nope_layers is not None:
+        _check_nope(spec)
     if spec.positions != "rope":
         return
     if spec.rotary_dim is None and spec.head_dim % 2:
@@ -641,6 +647,21 @@ def _check_rotary(spec: Spec) -> None:
     if spec.rotary_dim is not None and spec.rotary_dim > spec.head_dim:
         raise SpecConsistencyError("rotary_dim", f"{spec.rotary_dim} exceeds d_head "
                                    f"{spec.head_dim}")
+
+
+def _check_nope(spec: Spec) -> None:
+    """NoPE layers: RoPE layers to leave unrotated, each once, in order, within the stack."""
+    if spec.positions != "rope":
+        raise SpecConsistencyError("nope_layers", f"needs positions: rope (got {spec.positions!r})")
+    if spec.family == "encoder-decoder":
+        raise SpecConsistencyError("nope_layers", "does not apply to family 'encoder-decoder'")
+    layers = spec.nope_layers or []
+    if any(a >= b for a, b in zip(layers, layers[1:])) or layers[0] < 0:
+        raise SpecConsistencyError("nope_layers", "must be layer indices in increasing order, "
+                                   "each once, from 0")
+    if layers[-1] >= spec.n_layers:
+        raise SpecConsistencyError("nope_layers", f"names layer {layers[-1]}, past the last "
+                                   f"({spec.n_layers - 1})")
 
 
 def _check_gemma(spec: Spec) -> None:
