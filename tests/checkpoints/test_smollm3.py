@@ -33,6 +33,7 @@ def test_nope_layers_are_read(tmp_path: Path, extra: dict, nope: list[int] | Non
     ({"no_rope_layers": [2] * 8}, "no_rope_layers", "a 0/1 flag per layer"),
     ({"no_rope_layers": "every 4th"}, "no_rope_layers", "a 0/1 flag per layer"),
     ({"no_rope_layer_interval": 0}, "no_rope_layer_interval", "got 0"),
+    ({"num_hidden_layers": 2**31 - 1}, "no_rope_layer_interval", "more than tfcli lists"),
     ({"use_sliding_window": True, "sliding_window": 16}, "", "use_sliding_window = True"),
 ])
 def test_bad_fields_are_named(tmp_path: Path, invoke, extra: dict, field: str,

@@ -16,6 +16,7 @@ DEFAULTS: Config = llama.LLAMA_DEFAULTS | {
     "max_position_embeddings": 32768, "rope_theta": 2000000.0, "tie_word_embeddings": True,
     "use_sliding_window": False, "no_rope_layers": None, "no_rope_layer_interval": 4,
 }
+MAX_NOPE_LAYERS = 1 << 16  # Spec.nope_layers holds at most this many
 CLASSES: dict[str, Architecture] = decoder_classes("SmolLM3")
 TABLE = llama.TABLE  # LLaMA's tensor names, layer for layer
 
@@ -26,7 +27,11 @@ def nope_layers(c: ConfigFields, n_layers: int) -> list[int]:
     flags = c.values.get("no_rope_layers")
     if flags is None:
         interval = c.integer("no_rope_layer_interval")
-        return [i for i in range(n_layers) if (i + 1) % interval == 0]
+        if n_layers // interval > MAX_NOPE_LAYERS:  # a list the spec would refuse: never built
+            raise c.error("no_rope_layer_interval", f"leaves {n_layers // interval:,} layers "
+                                                    f"without RoPE, more than tfcli lists "
+                                                    f"({MAX_NOPE_LAYERS:,})")
+        return list(range(interval - 1, n_layers, interval))
     if not isinstance(flags, list) or len(flags) != n_layers or any(f not in (0, 1) for f in flags):
         raise c.error("no_rope_layers", f"expected a 0/1 flag per layer ({n_layers}), got "
                                         f"{shown(flags)}")
