@@ -34,7 +34,7 @@ from tfcli.analysis.trace.text import (  # the stated constants and the conventi
 )
 from tfcli.core.dtypes import ACTIVATION_DTYPES, DTYPE_BYTES, check_dtype
 from tfcli.core.errors import BadInputError
-from tfcli.spec.counts import EVERY, components
+from tfcli.spec.blueprint import EVERY, Component, components
 from tfcli.core.shapes import shape_text
 from tfcli.spec.model import Spec
 
@@ -111,21 +111,16 @@ class TraceReport:
 # --- FLOPs of the building blocks ---------------------------------------------------------------
 
 
-def _linear_flops(tokens: int, n_in: int, n_out: int, bias: bool) -> int:
-    """x (tokens, n_in) @ W (n_in, n_out) [+ b]: 2 FLOPs per multiply-add, 1 per bias add."""
-    return tokens * (2 * n_in * n_out + (ADD_FLOPS * n_out if bias else 0))
+def _token_flops(comps: list[Component]) -> int:
+    """One token through the linear layers `comps` (their weights and biases, as the blueprint
+    lists them): 2 FLOPs per multiply-add of a matrix, ADD_FLOPS per bias element."""
+    return sum(2 * math.prod(c.shape) if c.role == "matrix" else ADD_FLOPS * math.prod(c.shape)
+               for c in comps if c.role != "table")
 
 
 def _activation_flops(spec: Spec) -> int:
     """Per hidden element: the nonlinearity, plus the gate product when gated."""
     return ACTIVATION_FLOPS + (1 if spec.gated else 0)
-
-
-def _dense_ffn_token_flops(spec: Spec, width: int | None = None) -> int:
-    """One token through one dense FFN (up, gate, activation, down) of hidden `width` (d_ff)."""
-    d, f, bias = spec.d_model, width or spec.d_ff, bool(spec.ffn_bias)
-    up = _linear_flops(1, d, f, bias) * (2 if spec.gated else 1)
-    return up + _activation_flops(spec) * f + _linear_flops(1, f, d, bias)
 
 
 # norm_placement values that put a norm row at each place in a sublayer (see _Tracer.norm)
@@ -146,6 +141,10 @@ class _Tracer:
         # a tied head owns nothing: its table belongs to token_embedding
         self._counts = [(c.path, c.count) for c in components(spec) if not c.tied]
         self._found: dict[str, tuple[int, list[str]]] = {}  # prefix with `*` -> its components
+        # every array a row may read, tied ones under the path they share (a tied head reads
+        # the token table as its matrix): what a linear row's FLOPs are computed from
+        self._arrays = components(spec)
+        self._read: dict[str, list[Component]] = {}
 
     def owned(self, *prefixes: str, blocks: int = 1) -> Owned:
         """Parameters (per block of `blocks`) and Weights paths of the components at `prefixes`
@@ -173,6 +172,31 @@ class _Tracer:
                 count, found = self._components_at(prefix)
                 total, paths = total + count, paths + found
         return Owned(total, tuple(paths))
+
+    def reads(self, *prefixes: str) -> list[Component]:
+        """The blueprint's arrays at `prefixes` (a path, or the paths under it) that a row
+        reads, whoever owns them: block i's path finds every block's component (block 0's
+        under shared_layers)."""
+        out: list[Component] = []
+        for prefix in prefixes:
+            index = "0" if self.spec.shared_layers else EVERY
+            key = _WEIGHTS_BLOCK.sub(f".blocks.{index}", prefix, count=1)
+            if key not in self._read:
+                self._read[key] = [c for c in self._arrays
+                                   if c.path == key or c.path.startswith(key + ".")]
+            out += self._read[key]
+        return out
+
+    def linear(self, tokens: int, *prefixes: str) -> int:
+        """FLOPs of `tokens` rows through the linear layers at `prefixes` (weight, then bias)."""
+        return tokens * _token_flops(self.reads(*prefixes))
+
+    def dense_ffn_token_flops(self, prefix: str) -> int:
+        """One token through one dense FFN at `prefix` (up, gate, activation, down): its arrays'
+        FLOPs and the activation on each hidden element (its up projection's width)."""
+        arrays = self.reads(prefix)
+        width = next(c.shape[1] for c in arrays if c.path.endswith(".w_up"))
+        return _token_flops(arrays) + _activation_flops(self.spec) * width
 
     def _components_at(self, prefix: str) -> tuple[int, list[str]]:
         """Parameters and paths of the components at `prefix`, looked up once per prefix."""
@@ -220,7 +244,7 @@ class _Tracer:
         if s.embedding_dim is None:
             return
         out = (*x[:2], s.d_model)
-        flops = _linear_flops(math.prod(x[:2]), x[2], s.d_model, s.embedding_project_bias)
+        flops = self.linear(math.prod(x[:2]), "embedding_project", "embedding_project_bias")
         project = (self.owned("embedding_project", "embedding_project_bias")
                    if owns_tables else NOTHING)
         self.add("embed", "embedding_project", [x], out, project, flops)
@@ -303,17 +327,15 @@ class _Tracer:
         x, memory = (B, T, d), (B, S, d)
         q, kv, scores = (B, H, T, dh), (B, Hkv, S, dh), (B, H, T, S)
 
-        def project(op: str, name: str, inp: Shape, out: Shape, tokens: int, n_in: int,
-                    n_out: int) -> None:
-            bias = s.attention_out_bias if name == "o" else s.attention_bias
-            flops = _linear_flops(tokens, n_in, n_out, bool(bias))
-            owned = self.owned(f"{w}.w{name}", f"{w}.b{name}", blocks=layers)
-            self.add(path, op, [inp], out, owned, flops)
+        def project(op: str, name: str, inp: Shape, out: Shape, tokens: int) -> None:
+            weights = (f"{w}.w{name}", f"{w}.b{name}")
+            owned = self.owned(*weights, blocks=layers)
+            self.add(path, op, [inp], out, owned, self.linear(tokens, *weights))
 
         self.norm(path, norm, layers, T, "pre")
-        project("q_proj", "q", x, q, B * T, d, H * dh)
-        project("k_proj", "k", memory, kv, B * S, d, Hkv * dh)
-        project("v_proj", "v", memory, kv, B * S, d, Hkv * dh)
+        project("q_proj", "q", x, q, B * T)
+        project("k_proj", "k", memory, kv, B * S)
+        project("v_proj", "v", memory, kv, B * S)
         for name, shape in (("q", q), ("k", kv)):  # qk_norm (self-attention): before RoPE
             owned = self.owned(f"{w}.{name}_norm", blocks=layers)
             if owned.paths:
@@ -327,7 +349,7 @@ class _Tracer:
                      ACTIVATION_FLOPS * math.prod(scores))
         self.add(path, "softmax", [scores], scores, NOTHING, SOFTMAX_FLOPS * math.prod(scores))
         self.add(path, "weighted_sum", [scores, kv], q, NOTHING, pair_flops)
-        project("out_proj", "o", q, x, B * T, H * dh, d)  # heads merged: (B, T, H*dh) @ wo
+        project("out_proj", "o", q, x, B * T)  # heads merged: (B, T, H*dh) @ wo
         self.norm(path, f"{w}_post_norm", layers, T, "body")  # attn_post_norm
         if s.parallel_residual == "off":  # parallel: one residual add, after the FFN
             self.residual(path, norm, layers, T)
@@ -340,11 +362,13 @@ class _Tracer:
         s, B, T = self.spec, self.batch, length
         H, dh, d, R = s.n_heads, s.head_dim, s.d_model, s.relative_rows
         table, heads, scores = (R, d), (H, R, dh), (B, H, T, T)
-        for term, op, proj in (("c2p", "pos_key_proj", "pos_k"), ("p2c", "pos_query_proj", "pos_q")):
+        for term, op, proj, shared in (("c2p", "pos_key_proj", "pos_k", "k"),
+                                       ("p2c", "pos_query_proj", "pos_q", "q")):
             if term in (s.disentangled_attention or ()):
                 owned = self.owned(f"{w}.w{proj}", f"{w}.b{proj}", blocks=layers)
+                reads = shared if s.share_att_key else proj  # share_att_key: k / q's own
                 self.add(path, op, [table], heads, owned,
-                         _linear_flops(R, d, H * dh, bool(s.attention_bias)))
+                         self.linear(R, f"{w}.w{reads}", f"{w}.b{reads}"))
         for term in (t for t in ("c2p", "p2c") if t in (s.disentangled_attention or ())):
             query = (B, H, T, dh)  # c2p: the queries; p2c: the keys (S = T)
             self.add(path, term, [query, heads], scores, NOTHING,
@@ -360,10 +384,10 @@ class _Tracer:
         r, dr, dn = s.kv_lora_rank or 0, s.qk_rope_head_dim or 0, s.qk_nope_head_dim or 0
         x, heads = (B, T, d), (B, T, H, qk)
 
-        def project(op: str, names: tuple[str, ...], inp: Shape, out: Shape, n_in: int,
-                    n_out: int, bias: bool | None = False) -> None:
-            owned = self.owned(*(f"{w}.{n}" for n in names), blocks=layers)
-            self.add(path, op, [inp], out, owned, _linear_flops(B * T, n_in, n_out, bool(bias)))
+        def project(op: str, names: tuple[str, ...], inp: Shape, out: Shape) -> None:
+            weights = tuple(f"{w}.{n}" for n in names)
+            owned = self.owned(*weights, blocks=layers)
+            self.add(path, op, [inp], out, owned, self.linear(B * T, *weights))
 
         def latent_norm(op: str, width: int) -> None:
             shape = (B, T, width)
@@ -372,16 +396,16 @@ class _Tracer:
 
         self.norm(path, norm, layers, T, "pre")
         if s.q_lora_rank is None:
-            project("q_proj", ("wq",), x, heads, d, H * qk)
+            project("q_proj", ("wq",), x, heads)
         else:
             low = (B, T, s.q_lora_rank)
-            project("q_a_proj", ("wq_a", "bq_a"), x, low, d, s.q_lora_rank, s.attention_bias)
+            project("q_a_proj", ("wq_a", "bq_a"), x, low)
             latent_norm("q_a_norm", s.q_lora_rank)
-            project("q_b_proj", ("wq_b",), low, heads, s.q_lora_rank, H * qk)
-        project("kv_a_proj", ("wkv_a", "bkv_a"), x, (B, T, r + dr), d, r + dr, s.attention_bias)
+            project("q_b_proj", ("wq_b",), low, heads)
+        project("kv_a_proj", ("wkv_a", "bkv_a"), x, (B, T, r + dr))
         latent_norm("kv_a_norm", r)
         # every cached latent (S = T here) expanded on each call: 2 B S r H (dn + dv)
-        project("kv_b_proj", ("wkv_b",), (B, T, r), (B, H, T, dn + dv), r, H * (dn + dv))
+        project("kv_b_proj", ("wkv_b",), (B, T, r), (B, H, T, dn + dv))
         q, keys, scores = (B, H, T, qk), (B, H, T, qk), (B, H, T, T)
         self.add(path, "scores", [q, keys], scores, score_params, 2 * B * H * T * T * qk)
         if s.attn_logit_softcap is not None:  # c * tanh(s / c), elementwise
@@ -390,7 +414,7 @@ class _Tracer:
         self.add(path, "softmax", [scores], scores, NOTHING, SOFTMAX_FLOPS * math.prod(scores))
         values = (B, H, T, dv)
         self.add(path, "weighted_sum", [scores, values], values, NOTHING, 2 * B * H * T * T * dv)
-        project("out_proj", ("wo", "bo"), values, x, H * dv, d, s.attention_out_bias)
+        project("out_proj", ("wo", "bo"), values, x)
         self.norm(path, f"{w}_post_norm", layers, T, "body")  # attn_post_norm
         if s.parallel_residual == "off":
             self.residual(path, norm, layers, T)
@@ -414,34 +438,35 @@ class _Tracer:
 
     def dense_ffn(self, path: str, w: str, layers: int, length: int) -> None:
         s, tokens = self.spec, self.batch * length
-        x, h, bias = (self.batch, length, s.d_model), (self.batch, length, s.d_ff), bool(s.ffn_bias)
-        def own(proj: str) -> Owned:
-            return self.owned(f"{w}.w_{proj}", f"{w}.b_{proj}", blocks=layers)
-        up = _linear_flops(tokens, s.d_model, s.d_ff, bias)
-        self.add(path, "ffn_up", [x], h, own("up"), up)
+        x, h = (self.batch, length, s.d_model), (self.batch, length, s.d_ff)
+        def weights(proj: str) -> tuple[str, str]:
+            return f"{w}.w_{proj}", f"{w}.b_{proj}"
+        def add(op: str, proj: str, inp: Shape, out: Shape) -> None:
+            owned = self.owned(*weights(proj), blocks=layers)
+            self.add(path, op, [inp], out, owned, self.linear(tokens, *weights(proj)))
+        add("ffn_up", "up", x, h)
         if s.gated:
-            self.add(path, "ffn_gate", [x], h, own("gate"), up)
+            add("ffn_gate", "gate", x, h)
         inputs = [h, h] if s.gated else [h]
         self.add(path, "activation", inputs, h, NOTHING, _activation_flops(s) * math.prod(h))
-        down = _linear_flops(tokens, s.d_ff, s.d_model, bias)
-        self.add(path, "ffn_down", [h], x, own("down"), down)
+        add("ffn_down", "down", h, x)
 
     def moe(self, path: str, w: str, layers: int, length: int) -> None:
         s, tokens = self.spec, self.batch * length
         x, routed = (self.batch, length, s.d_model), (self.batch, length, s.n_experts)
-        router = _linear_flops(tokens, s.d_model, s.n_experts, False)
+        router = self.linear(tokens, f"{w}.router")
         # the router row owns router_bias too (a buffer: 0 parameters, see convention_text)
         owned = self.owned(f"{w}.router", f"{w}.router_bias", blocks=layers)
         self.add(path, "router", [x], routed, owned, router)
-        experts = tokens * s.experts_per_token * _dense_ffn_token_flops(s, s.expert_width)
+        experts = tokens * s.experts_per_token * self.dense_ffn_token_flops(f"{w}.experts")
         self.add(path, "experts", [x, routed], x, self.owned(f"{w}.experts", blocks=layers),
                  experts)
         if s.shared_expert_gate:  # sigmoid(x . w) (B, T, 1), then the shared output scaled by it
-            gate = _linear_flops(tokens, s.d_model, 1, False) + tokens * (ACTIVATION_FLOPS + s.d_model)
+            gate = self.linear(tokens, f"{w}.shared_gate") + tokens * (ACTIVATION_FLOPS + s.d_model)
             self.add(path, "shared_gate", [x], (*x[:2], 1),
                      self.owned(f"{w}.shared_gate", blocks=layers), gate)
         if s.n_shared_experts:  # one FFN of the summed width on every token, added to the output
-            shared = tokens * (_dense_ffn_token_flops(s, s.shared_width) + ADD_FLOPS * s.d_model)
+            shared = tokens * (self.dense_ffn_token_flops(f"{w}.shared") + ADD_FLOPS * s.d_model)
             self.add(path, "shared_experts", [x], x, self.owned(f"{w}.shared", blocks=layers),
                      shared)
 
@@ -450,7 +475,7 @@ class _Tracer:
         x = (B, length, d)
         e, read = s.logits_width, (B, length, s.logits_width)  # what the logits read
         if s.head == "masked_lm":  # BERT's transform: norm(act(h @ W + b)) on every token
-            transform = (_linear_flops(B * length, d, e, bool(s.head_bias))
+            transform = (self.linear(B * length, "head_dense", "head_dense_bias")
                          + ACTIVATION_FLOPS * B * length * e)
             self.add("head", "transform", [x], read, self.owned("head_dense", "head_dense_bias"),
                      transform)
@@ -458,8 +483,10 @@ class _Tracer:
                      NORM_FLOPS * B * length * e)
         if s.lm_head:  # a tied head owns nothing: its table belongs to token_embedding
             logits = (B, length, s.vocab_size)
-            biased = s.lm_head_bias or s.final_logits_bias  # final_logits_bias: a 0-count buffer
-            flops = _linear_flops(B * length, e, s.vocab_size, biased)
+            # a tied head's matrix is the token table's (its component carries that path);
+            # final_logits_bias, a 0-count buffer, is still one add per logit
+            matrix = "token_embedding" if s.tie_embeddings else "lm_head"
+            flops = self.linear(B * length, matrix, "lm_head_bias", "final_logits_bias")
             owned = self.owned("lm_head", "lm_head_bias") if s.lm_head_bias else self.owned("lm_head")
             if s.final_logits_bias:
                 owned = self.owned("lm_head", "final_logits_bias")
@@ -469,7 +496,7 @@ class _Tracer:
             self.add("head", "softcap", [logits], logits, NOTHING,
                      ACTIVATION_FLOPS * math.prod(logits))
         if s.pooler:  # tanh(W h[:, 0] + b): the first token of each sequence only
-            pooler = _linear_flops(B, d, d, True) + ACTIVATION_FLOPS * B * d
+            pooler = self.linear(B, "pooler_w", "pooler_b") + ACTIVATION_FLOPS * B * d
             self.add("head", "pooler", [x], (B, d), self.owned("pooler_w", "pooler_b"), pooler)
         if s.num_labels is not None:  # a classifier: on every token, or one token per sequence
             self.classifier(length)
@@ -487,13 +514,14 @@ class _Tracer:
         if s.classifier_dense:  # act(x @ W + b) on each row the classifier reads
             self.add("head", "classifier_dense", [x], x,
                      self.owned("head_dense", "head_dense_bias"),
-                     _linear_flops(tokens, d, d, bool(s.head_bias)) + ACTIVATION_FLOPS * tokens * d)
+                     self.linear(tokens, "head_dense", "head_dense_bias")
+                     + ACTIVATION_FLOPS * tokens * d)
         if s.classifier_norm:  # ModernBERT's prediction head: its norm after the activation
             self.add("head", "classifier_norm", [x], x, self.owned("head_norm"),
                      NORM_FLOPS * tokens * d)
         self.add("head", "classifier", [x], (*x[:-1], labels),
                  self.owned("classifier", "classifier_bias"),
-                 _linear_flops(tokens, d, labels, bool(s.classifier_bias)))
+                 self.linear(tokens, "classifier", "classifier_bias"))
 
 
 # --- entry point --------------------------------------------------------------------------------
