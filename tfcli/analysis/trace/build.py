@@ -277,7 +277,8 @@ class _Tracer:
         s = self.spec
         if not s.disentangled_attention:
             return
-        path, table = f"{stack}.relative_embedding", (s.relative_rows, s.d_model)
+        path = f"{stack}.relative_embedding"
+        table = self.reads(path)[0].shape  # (2 x span, d_model): the blueprint's table
         self.add(path, "relative_embedding", [table], table, self.owned(path))
         if s.relative_embedding_norm:
             self.add(path, "norm", [table], table, self.owned(f"{path}_norm"),
@@ -360,8 +361,10 @@ class _Tracer:
         own k / q projections under share_att_key, owning nothing), then each term against all
         R rows, 2 B H T R dh, gathered to (B, H, T, T) and added: 1 per score."""
         s, B, T = self.spec, self.batch, length
-        H, dh, d, R = s.n_heads, s.head_dim, s.d_model, s.relative_rows
-        table, heads, scores = (R, d), (H, R, dh), (B, H, T, T)
+        stack = w.split(".", 1)[0]  # the stack's table: its blocks share it
+        table = self.reads(f"{stack}.relative_embedding")[0].shape  # (R, d)
+        H, dh, R = s.n_heads, s.head_dim, table[0]
+        heads, scores = (H, R, dh), (B, H, T, T)
         for term, op, proj, shared in (("c2p", "pos_key_proj", "pos_k", "k"),
                                        ("p2c", "pos_query_proj", "pos_q", "q")):
             if term in (s.disentangled_attention or ()):
