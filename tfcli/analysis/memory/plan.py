@@ -23,8 +23,7 @@ from tfcli.analysis.memory.saved import RECOMPUTE, SavedActivations, saved_activ
 from tfcli.analysis.memory.saved_lora import lora_saved_activations
 from tfcli.core.dtypes import DTYPE_BYTES, MEMORY_DTYPES
 from tfcli.core.errors import BadInputError, check_names_listed_once, not_one_of, shown
-from tfcli.spec.counts import (ATTENTION, FFN, Component, components, kv_cache_bytes,
-                               total_parameters)
+from tfcli.spec.counts import Component, components, kv_cache_bytes, total_parameters
 from tfcli.spec.model import Spec
 
 OPTIMIZERS = ("adamw", "adam", "sgd", "adam8bit")
@@ -159,8 +158,9 @@ def check_lora_targets(targets: tuple[str, ...]) -> None:
 
 
 def _is_block_matrix(c: Component) -> bool:
-    """A linear layer's weight inside a block (what int8 / int4 quantise, what LoRA adapts)."""
-    return c.group in (ATTENTION, FFN) and len(c.shape) == 2 and ".blocks." in c.path
+    """A linear layer's weight inside a block (what int8 / int4 quantise, what LoRA adapts):
+    the blueprint's role says which arrays are matrices."""
+    return c.role == "matrix" and ".blocks." in c.path
 
 
 def weight_bytes(spec: Spec, dtype: str, group_size: int = 128) -> int:
