@@ -191,7 +191,7 @@ def _node_type(name: str, node: Node) -> type:
         return LatentAttentionWeights if "wkv_a" in node else AttentionWeights
     if name == "ffn":
         return MoEWeights if "router" in node else FFNWeights
-    if name == "shared" or name.isdigit():  # an expert (a block is built by _block_list)
+    if name == "shared":  # experts and blocks are lists: _build and _block_list build them
         return FFNWeights
     if name in ("encoder", "decoder"):
         return StackWeights
