@@ -17,6 +17,7 @@ from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
 from tfcli.engine.ops import apply_norm, softcap_, softmax_
 from tfcli.engine.parallel import linear, linear_split, parallel_for, split
 from tfcli.engine.positions import apply_rope, rope_tables
+from tfcli.engine.shaped import is_shaped
 from tfcli.engine.weights import AttentionWeights
 from tfcli.spec.model import Spec
 
@@ -85,8 +86,11 @@ def _query_block(n_heads: int, n_keys: int, itemsize: int) -> int:
 def _mask_block(scores: Array, q0: int, k0: int, mask: ScoreMask) -> None:
     """Add T5 bias and set masked scores to -inf, in place, for queries q0.. of one block.
 
-    scores (B, H, c, K) for queries q0..q0+c-1 against keys k0..k0+K-1.
+    scores (B, H, c, K) for queries q0..q0+c-1 against keys k0..k0+K-1. On shapes nothing is
+    masked: no shape changes.
     """
+    if is_shaped(scores):
+        return
     causal_offset, window, key_mask, position_bias, softcap = mask
     n_queries, n_keys = scores.shape[2], scores.shape[3]
     if softcap is not None:  # on the scaled scores, before bias and masks (Gemma 2)
@@ -147,12 +151,14 @@ def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMa
     key mask and position bias. Queries go in blocks, run in parallel, each small enough for its scores to stay in cache;
     a causal block never computes scores for keys after its last query (about half the work
     of a full square), nor, with a window, for keys before its first query's window.
-    Returns (B, T, H, dh), token-major so that merging heads is a free reshape.
+    Returns (B, T, H, dh), token-major so that merging heads is a free reshape. On shapes
+    the queries are one block.
     """
     batch, n_heads, length, d_head = q.shape
     n_kv, n_keys, d_value = k.shape[1], k.shape[2], v.shape[3]  # d_value: dh, or MLA's dv
     group = n_heads // n_kv
-    out = np.empty((batch, length, n_heads, d_value), dtype=np.result_type(q, v))  # (B, T, H, dv)
+    out = np.empty((batch, length, n_heads, d_value), dtype=np.result_type(q, v),
+                   like=q)  # (B, T, H, dv)
     keys_t = k.swapaxes(-1, -2)  # (B, Hkv, dh, S), a view
     causal_offset, window = mask.causal_offset, mask.window
 
@@ -169,29 +175,31 @@ def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMa
         out[:, q0:q1] = mixed.reshape(batch, n_heads, q1 - q0, d_value).transpose(0, 2, 1, 3)
 
     block = min(_query_block(n_heads, n_keys, q.itemsize), split(length, MIN_QUERY_BLOCK))
-    parallel_for(length, block, query_block)
-    probe("scores", (batch, n_heads, length, n_keys))
+    parallel_for(length, length if is_shaped(q) else block, query_block)
+    scores = (batch, n_heads, length, n_keys)
+    probe("scores", scores, (q, k), (mask.position_bias,))
     if mask.softcap is not None:  # applied per block in _mask_block, reported in trace order
-        probe("softcap", (batch, n_heads, length, n_keys))
-    probe("softmax", (batch, n_heads, length, n_keys))
-    probe("weighted_sum", (batch, n_heads, length, d_value))
+        probe("softcap", scores, (scores,))
+    probe("softmax", scores, (scores,))
+    probe("weighted_sum", (batch, n_heads, length, d_value), (scores, v))
     return out
 
 
 def _heads_out(spec: Spec, w: AttentionWeights, qkv: tuple[Array, Array, Array],
-               mask: ScoreMask, probe: Probe) -> Array:
-    """The shared tail of self- and cross-attention: attend, merge heads, out projection."""
+               mask: ScoreMask, probe: Probe, sources: tuple[Array, Array]) -> Array:
+    """The shared tail of self- and cross-attention: attend, merge heads, out projection.
+    `sources`: what the queries and what the keys / values were projected from."""
     q, k, v = qkv
-    probe("q_proj", q.shape)
-    probe("k_proj", k.shape)
-    probe("v_proj", v.shape)
+    probe("q_proj", q.shape, (sources[0],), (w.wq, w.bq))
+    probe("k_proj", k.shape, (sources[1],), (w.wk, w.bk))
+    probe("v_proj", v.shape, (sources[1],), (w.wv, w.bv))
     if w.q_norm is not None:  # applied in _self_qkv, reported in the trace's order
-        probe("q_norm", q.shape)
-        probe("k_norm", k.shape)
+        probe("q_norm", q.shape, (q,), (w.q_norm,))
+        probe("k_norm", k.shape, (k,), (w.k_norm,))
     out = attend(q, k, v, spec.scale, mask, probe)  # (B, T, H, dh)
     out = out.reshape(*out.shape[:2], -1)  # (B, T, H, dh) -> (B, T, H*dh), free
     out = linear(out, w.wo, w.bo)  # (B, T, H*dh) -> (B, T, d)
-    probe("out_proj", out.shape)
+    probe("out_proj", out.shape, (q,), (w.wo, w.bo))  # (B, H, T, dh): the heads merged
     return out
 
 
@@ -216,7 +224,7 @@ def attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
     key_mask = None if inputs.key_mask is None else np.asarray(inputs.key_mask, dtype=bool)
     mask = ScoreMask(offset if inputs.causal else None, spec.sliding_window, key_mask,
                      inputs.position_bias, spec.attn_logit_softcap)
-    return _heads_out(spec, w, (q, k, v), mask, probe)
+    return _heads_out(spec, w, (q, k, v), mask, probe, (x, x))
 
 
 def cross_attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
@@ -228,4 +236,4 @@ def cross_attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInpu
     mask = inputs.encoder_mask
     mask = ScoreMask(key_mask=None if mask is None else np.asarray(mask, dtype=bool),
                      softcap=spec.attn_logit_softcap)
-    return _heads_out(spec, w, (q, k, v), mask, probe)
+    return _heads_out(spec, w, (q, k, v), mask, probe, (x, inputs.encoder_out))

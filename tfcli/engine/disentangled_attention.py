@@ -37,10 +37,10 @@ def log_bucket(offsets: Array, buckets: int, max_position: int) -> Array:
     return np.where(magnitude <= mid, offsets, logs * np.sign(offsets)).astype(np.int64)
 
 
-def relative_positions(spec: Spec, length: int) -> Array:
+def relative_positions(spec: Spec, length: int, like: object = None) -> Array:
     """rel(i, j) = i - j over token indices (transformers ignores position_ids here), log-bucketed
-    with position_buckets: (T, T) int."""
-    index = np.arange(length)
+    with position_buckets: (T, T) int (shape-only when `like` is)."""
+    index = np.arange(length, like=like)
     offsets = index[:, None] - index[None, :]  # (T, T)
     if spec.position_buckets:
         offsets = log_bucket(offsets, spec.position_buckets, relative_max(spec))
@@ -54,11 +54,12 @@ def relative_table(spec: Spec, stack: StackWeights, probe: Probe = NO_PROBE) -> 
     if table is None:
         return None
     at = probe.at("relative_embedding")
-    at("relative_embedding", table.shape)
+    at("relative_embedding", table.shape, (table,), (table,))
     if stack.relative_embedding_norm is not None:
-        table = apply_norm(spec.norm, stack.relative_embedding_norm, table, spec.norm_eps,
-                           spec.norm_unit_offset)
-        at("norm", table.shape)
+        normed = apply_norm(spec.norm, stack.relative_embedding_norm, table, spec.norm_eps,
+                            spec.norm_unit_offset)
+        at("norm", normed.shape, (table,), (stack.relative_embedding_norm,))
+        table = normed
     return table
 
 
@@ -70,14 +71,15 @@ def _position_heads(spec: Spec, table: Array, w: Array, b: Array | None) -> Arra
 def _c2p(q: Array, pos_k: Array, index: Array) -> Array:
     """q_i . Kr[index(i, j)]: q (B, H, T, dh), pos_k (1, H, R, dh), index (T, S) -> (B, H, T, S)."""
     against_all = np.matmul(q, pos_k.swapaxes(-1, -2))  # (B, H, T, R)
-    return against_all[:, :, np.arange(index.shape[0])[:, None], index]  # (B, H, T, S)
+    return against_all[:, :, np.arange(index.shape[0], like=index)[:, None], index]  # (B, H, T, S)
 
 
 def _p2c(k: Array, pos_q: Array, index: Array) -> Array:
     """k_j . Qr[index(j, i)] at (i, j): k (B, H, S, dh), pos_q (1, H, R, dh), index (S, T) ->
     (B, H, T, S)."""
     against_all = np.matmul(k, pos_q.swapaxes(-1, -2))  # (B, H, S, R)
-    gathered = against_all[:, :, np.arange(index.shape[0])[:, None], index]  # (B, H, S, T)
+    gathered = against_all[:, :, np.arange(index.shape[0], like=index)[:, None],
+                           index]  # (B, H, S, T)
     return gathered.swapaxes(-1, -2)  # (B, H, T, S)
 
 
@@ -86,24 +88,24 @@ def position_scores(spec: Spec, w: AttentionWeights, qk: tuple[Array, Array],
     """The c2p and p2c terms, scaled like the content scores: (B, H, T, T)."""
     q, k = qk
     terms, span = spec.disentangled_attention or [], relative_span(spec)
-    rel = relative_positions(spec, q.shape[2])  # (T, T)
+    rel = relative_positions(spec, q.shape[2], like=q)  # (T, T)
     shared = spec.share_att_key
     pos_k = pos_q = None
     if "c2p" in terms:
-        pos_k = _position_heads(spec, table, w.wk if shared else w.wpos_k,
-                                w.bk if shared else w.bpos_k)  # (1, H, R, dh)
-        probe("pos_key_proj", pos_k.shape[1:])
+        projection = (w.wk, w.bk) if shared else (w.wpos_k, w.bpos_k)
+        pos_k = _position_heads(spec, table, *projection)  # (1, H, R, dh)
+        probe("pos_key_proj", pos_k.shape[1:], (table,), projection)
     if "p2c" in terms:
-        pos_q = _position_heads(spec, table, w.wq if shared else w.wpos_q,
-                                w.bq if shared else w.bpos_q)  # (1, H, R, dh)
-        probe("pos_query_proj", pos_q.shape[1:])
-    bias = np.zeros((q.shape[0], spec.n_heads, q.shape[2], k.shape[2]), dtype=q.dtype)
+        projection = (w.wq, w.bq) if shared else (w.wpos_q, w.bpos_q)
+        pos_q = _position_heads(spec, table, *projection)  # (1, H, R, dh)
+        probe("pos_query_proj", pos_q.shape[1:], (table,), projection)
+    bias = np.zeros((q.shape[0], spec.n_heads, q.shape[2], k.shape[2]), dtype=q.dtype, like=q)
     if pos_k is not None:
         bias += _c2p(q, pos_k, np.clip(rel + span, 0, 2 * span - 1))
-        probe("c2p", bias.shape)
+        probe("c2p", bias.shape, (q, pos_k.shape[1:]))
     if pos_q is not None:
         bias += _p2c(k, pos_q, np.clip(span - rel, 0, 2 * span - 1))
-        probe("p2c", bias.shape)
+        probe("p2c", bias.shape, (k, pos_q.shape[1:]))
     bias *= q.dtype.type(spec.scale)
     return bias
 
@@ -114,13 +116,14 @@ def disentangled_attention(spec: Spec, w: AttentionWeights, x: Array, inputs: St
     inputs.relative_embeddings: the stack's normed table (R, d); inputs.key_mask (B, T)."""
     q, k, v = linear_split(x, w, ("wq", "wk", "wv"), ("bq", "bk", "bv"))  # (B, T, H*dh) x3
     q, k, v = (split_heads(t, spec.n_heads) for t in (q, k, v))  # (B, H, T, dh)
-    for op, t in (("q_proj", q), ("k_proj", k), ("v_proj", v)):
-        probe(op, t.shape)
+    for op, t, reads in (("q_proj", q, (w.wq, w.bq)), ("k_proj", k, (w.wk, w.bk)),
+                         ("v_proj", v, (w.wv, w.bv))):
+        probe(op, t.shape, (x,), reads)
     if inputs.relative_embeddings is None:
         raise ValueError("disentangled attention needs the stack's relative embeddings")
     bias = position_scores(spec, w, (q, k), inputs.relative_embeddings, probe)  # (B, H, T, T)
     key_mask = None if inputs.key_mask is None else np.asarray(inputs.key_mask, dtype=bool)
     out = attend(q, k, v, spec.scale, ScoreMask(None, None, key_mask, bias), probe)
     out = linear(out.reshape(*out.shape[:2], -1), w.wo, w.bo)  # (B, T, H*dh) -> (B, T, d)
-    probe("out_proj", out.shape)
+    probe("out_proj", out.shape, (q,), (w.wo, w.bo))
     return out

@@ -8,6 +8,7 @@ from tfcli.core.arrays import Array
 from tfcli.engine.inputs import NO_PROBE, Probe
 from tfcli.engine.ops import GATE_ACTIVATIONS, activation_fn, softmax_
 from tfcli.engine.parallel import WORKERS, linear, linear_split, parallel_for
+from tfcli.engine.shaped import is_shaped
 from tfcli.engine.weights import FFNWeights, MoEWeights
 from tfcli.spec.model import Spec
 
@@ -75,7 +76,7 @@ def dense_ffn(spec: Spec, w: FFNWeights, x: Array, probe: Probe = NO_PROBE) -> A
     """
     flat = x.reshape(-1, x.shape[-1])  # (..., d) -> (N, d)
     n_rows = flat.shape[0]
-    if n_rows < MIN_SPLIT_ROWS or WORKERS == 1:
+    if n_rows < MIN_SPLIT_ROWS or WORKERS == 1 or is_shaped(x):
         out = _dense_rows(spec, w, flat)  # (N, d)
     else:
         out = np.empty((n_rows, w.w_down.shape[1]), dtype=np.result_type(x, w.w_down))
@@ -85,11 +86,11 @@ def dense_ffn(spec: Spec, w: FFNWeights, x: Array, probe: Probe = NO_PROBE) -> A
         for r0 in range(0, n_rows, rows):
             _dense_columns(spec, w, flat[r0 : r0 + rows], out[r0 : r0 + rows])
     hidden = (*x.shape[:-1], w.w_down.shape[0])  # d_ff, or an expert's width
-    probe("ffn_up", hidden)
+    probe("ffn_up", hidden, (x,), (w.w_up, w.b_up))
     if spec.gated:
-        probe("ffn_gate", hidden)
-    probe("activation", hidden)
-    probe("ffn_down", x.shape)
+        probe("ffn_gate", hidden, (x,), (w.w_gate, w.b_gate))
+    probe("activation", hidden, (hidden, hidden) if spec.gated else (hidden,))
+    probe("ffn_down", x.shape, (hidden,), (w.w_down, w.b_down))
     return out.reshape(*x.shape[:-1], out.shape[-1])  # (N, d) -> (..., d)
 
 
@@ -170,7 +171,28 @@ def moe_ffn(spec: Spec, w: MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Arr
     top-k experts, and each expert runs only on the tokens routed to it. x (B, T, d) -> same."""
     flat = x.reshape(-1, x.shape[-1])  # (B, T, d) -> (N, d)
     logits = flat @ w.router  # (N, d) -> (N, E)
-    probe("router", (*x.shape[:-1], logits.shape[-1]))
+    routed = (*x.shape[:-1], logits.shape[-1])  # (B, T, E)
+    probe("router", routed, (x,), (w.router, w.router_bias))
+    out = _routed_experts(spec, w, flat, logits)  # (N, d)
+    probe("experts", x.shape, (x, routed), tuple(map(_ffn_reads, w.experts)))
+    if w.shared is not None:
+        out += shared_experts(spec, w, flat)  # (N, d)
+        if w.shared_gate is not None:
+            probe("shared_gate", (*x.shape[:-1], 1), (x,), (w.shared_gate,))
+        probe("shared_experts", x.shape, (x,), _ffn_reads(w.shared))  # type: ignore[arg-type]
+    return out.reshape(x.shape)  # (N, d) -> (B, T, d)
+
+
+def _ffn_reads(w: FFNWeights) -> tuple[Array | None, ...]:
+    """An FFN's arrays in the blueprint's order: up, gate, down, then their biases."""
+    return (w.w_up, w.w_gate, w.w_down, w.b_up, w.b_gate, w.b_down)
+
+
+def _routed_experts(spec: Spec, w: MoEWeights, flat: Array, logits: Array) -> Array:
+    """Each token (N, d) through its top-k experts, weighted: (N, d). On shapes, which token
+    goes where is data: the experts are one op whose output is the input's shape."""
+    if is_shaped(flat):
+        return np.empty_like(flat)
     if _plain_routing(spec):
         top, weights = route(logits, spec.experts_per_token, spec.norm_topk_prob)  # (N, k) x2
     else:
@@ -182,13 +204,7 @@ def moe_ffn(spec: Spec, w: MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Arr
             y = dense_ffn(spec, expert, flat[token_ids])  # (n_e, d)
             y *= weights[token_ids, slot][:, None]
             out[token_ids] += y
-    probe("experts", x.shape)
-    if w.shared is not None:
-        out += shared_experts(spec, w, flat)  # (N, d)
-        if w.shared_gate is not None:
-            probe("shared_gate", (*x.shape[:-1], 1))
-        probe("shared_experts", x.shape)
-    return out.reshape(x.shape)  # (N, d) -> (B, T, d)
+    return out
 
 
 def ffn(spec: Spec, w: FFNWeights | MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Array:

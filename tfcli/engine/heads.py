@@ -17,6 +17,7 @@ from tfcli.core.arrays import Array
 from tfcli.engine.inputs import Probe
 from tfcli.engine.ops import activation_fn, apply_norm
 from tfcli.engine.parallel import linear, rowwise
+from tfcli.engine.shaped import is_shaped
 from tfcli.engine.weights import Weights
 from tfcli.spec.model import Spec
 
@@ -27,10 +28,10 @@ def mlm_transform(spec: Spec, weights: Weights, hidden: Array, probe: Probe) -> 
     if weights.head_dense_bias is not None:
         h += weights.head_dense_bias
     h = activation_fn(spec.head_activation or spec.activation)(h)
-    probe("transform", h.shape)
-    h = _head_norm(spec, weights, h)
-    probe("transform_norm", h.shape)
-    return h
+    probe("transform", h.shape, (hidden,), (weights.head_dense, weights.head_dense_bias))
+    normed = _head_norm(spec, weights, h)
+    probe("transform_norm", normed.shape, (h,), (weights.head_norm,))
+    return normed
 
 
 def _head_norm(spec: Spec, weights: Weights, x: Array) -> Array:
@@ -79,10 +80,12 @@ def classifier_input(spec: Spec, hidden: Array, pooled: Array | None, tokens: Ar
     if pooled is not None:
         return pooled
     if spec.family == "decoder":
+        if is_shaped(hidden):  # which token is each row's last real one is data
+            return hidden[:, -1]  # (B, d)
         return hidden[np.arange(hidden.shape[0]), last_real_token(spec, tokens, mask)]
     if spec.classifier_pooling == "mean":
         mean = mean_over_real(hidden, mask)
-        probe("mean_pool", mean.shape)
+        probe("mean_pool", mean.shape, (hidden,))
         return mean
     return hidden[:, 0]
 
@@ -91,14 +94,16 @@ def classify(spec: Spec, weights: Weights, x: Array, probe: Probe) -> Array:
     """Classification logits of classifier_input's x: (B, [T,] d) -> (B, [T,] num_labels),
     through classifier_dense's act(x @ W + b) first when the spec has it."""
     if spec.classifier_dense:
-        x = linear(x, weights.head_dense, weights.head_dense_bias)  # (..., d) @ (d, d)
-        x = activation_fn(spec.head_activation or spec.activation)(x)
-        probe("classifier_dense", x.shape)
+        dense = linear(x, weights.head_dense, weights.head_dense_bias)  # (..., d) @ (d, d)
+        dense = activation_fn(spec.head_activation or spec.activation)(dense)
+        probe("classifier_dense", dense.shape, (x,), (weights.head_dense, weights.head_dense_bias))
+        x = dense
     if spec.classifier_norm:  # ModernBERT's prediction head: dense, activation, norm
-        x = _head_norm(spec, weights, x)
-        probe("classifier_norm", x.shape)
+        normed = _head_norm(spec, weights, x)
+        probe("classifier_norm", normed.shape, (x,), (weights.head_norm,))
+        x = normed
     scores = linear(x, weights.classifier)  # (..., d) @ (d, L)
     if weights.classifier_bias is not None:
         scores += weights.classifier_bias
-    probe("classifier", scores.shape)
+    probe("classifier", scores.shape, (x,), (weights.classifier, weights.classifier_bias))
     return scores

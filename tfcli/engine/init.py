@@ -14,8 +14,10 @@ import numpy as np
 
 from tfcli.core.arrays import Array
 from tfcli.engine.layout import arrange_weights, laid_out_storage
+from tfcli.engine.shaped import Shaped
 from tfcli.engine.weights import BlockWeights, NormWeights, Weights, assemble, assemble_part
-from tfcli.spec.blueprint import Placed, block_part, norm_components, placed
+from tfcli.spec.blueprint import (EVERY, Placed, blueprint, block_part, has_block, norm_components,
+                                  placed)
 from tfcli.spec.model import Spec
 
 CHUNK_VALUES = 1 << 16  # normals drawn per call into a scratch row block (256 KiB of float32)
@@ -145,3 +147,39 @@ def init_weights(spec: Spec, seed: int = 0, dtype: np.dtype | type = np.float32)
     decode layout (arrange_weights then finds nothing to move)."""
     init = Initializer(spec, np.random.default_rng(seed), dtype, laid_out=True)
     return arrange_weights(init.weights())
+
+
+# --- shapes --------------------------------------------------------------------------------------
+
+_EXPERTS = f".experts.{EVERY}."
+
+
+def shaped_weights(spec: Spec, blocks: dict[str, int]) -> Weights:
+    """The Weights tree of `spec` as shape-only arrays (tfcli.engine.shaped), each carrying its
+    blueprint path, role and parameter count: what the trace runs the forward pass on.
+
+    Only blocks 0..blocks[stack]-1 of each stack are built, so a 10^9-layer spec stays a few
+    objects. A block's experts are one entry standing for all E of them (path `experts.*`, E
+    times the parameters): on shapes, the routed experts are one op.
+    """
+    items: list[tuple[str, Array | None]] = []
+    for c in blueprint(spec):
+        if c.tied:  # a tied head reads the array it shares
+            continue
+        params = c.per_instance * (spec.n_experts if _EXPERTS in c.path else 1)
+        for path in _built_paths(spec, c.path, blocks):
+            shown = path.replace(".experts.0.", _EXPERTS)
+            items.append((path, Shaped(c.shape, np.float32, shown, c.role, params)
+                          if c.array else None))
+    return assemble(items, blocks)
+
+
+def _built_paths(spec: Spec, path: str, blocks: dict[str, int]) -> list[str]:
+    """`path` for each built block that has it, its experts' `*` as the one expert 0."""
+    path = path.replace(_EXPERTS, ".experts.0.")
+    mark = f".blocks.{EVERY}."
+    if mark not in path:
+        return [path]
+    stack = path.split(".", 1)[0]
+    return [path.replace(mark, f".blocks.{i}.", 1) for i in range(blocks.get(stack, 0))
+            if has_block(spec, path, i)]

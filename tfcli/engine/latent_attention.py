@@ -33,16 +33,17 @@ def _latent_norm(spec: Spec, w: NormWeights | None, x: Array) -> Array:
 
 def _queries(spec: Spec, w: LatentAttentionWeights, x: Array, probe: Probe) -> Array:
     """q (B, H, T, dn + dr): one projection, or through the normed low-rank bottleneck."""
+    heads = (*x.shape[:2], spec.n_heads, spec.head_dim)  # (B, T, H, dn + dr)
     if w.wq is not None:
         q = linear(x, w.wq)  # (B, T, d) -> (B, T, H*(dn+dr))
-        probe("q_proj", (*x.shape[:2], spec.n_heads, spec.head_dim))
+        probe("q_proj", heads, (x,), (w.wq,))
     else:
         low = linear(x, w.wq_a, w.bq_a)  # type: ignore[arg-type]  # (B, T, d) -> (B, T, q_lora)
-        probe("q_a_proj", low.shape)
-        low = _latent_norm(spec, w.q_a_norm, low)
-        probe("q_a_norm", low.shape)
-        q = linear(low, w.wq_b)  # type: ignore[arg-type]  # (B, T, q_lora) -> (B, T, H*(dn+dr))
-        probe("q_b_proj", (*x.shape[:2], spec.n_heads, spec.head_dim))
+        probe("q_a_proj", low.shape, (x,), (w.wq_a, w.bq_a))
+        normed = _latent_norm(spec, w.q_a_norm, low)
+        probe("q_a_norm", normed.shape, (low,), (w.q_a_norm,))
+        q = linear(normed, w.wq_b)  # type: ignore[arg-type]  # (B, T, q_lora) -> (B, T, H*(dn+dr))
+        probe("q_b_proj", heads, (normed,), (w.wq_b,))
     return split_heads(q, spec.n_heads)  # (B, T, H*(dn+dr)) -> (B, H, T, dn+dr)
 
 
@@ -60,7 +61,7 @@ def _expand(spec: Spec, w: LatentAttentionWeights, latent: Array,
     (B, 1, S, r) and the shared rotated key (B, 1, S, dr)."""
     dn = spec.qk_nope_head_dim or 0
     kv = split_heads(linear(latent[:, 0], w.wkv_b), spec.n_heads)  # (B, S, r) -> (B, H, S, dn+dv)
-    keys = np.empty((*kv.shape[:3], spec.head_dim), dtype=kv.dtype)  # (B, H, S, dn + dr)
+    keys = np.empty((*kv.shape[:3], spec.head_dim), dtype=kv.dtype, like=kv)  # (B, H, S, dn + dr)
     keys[..., :dn] = kv[..., :dn]
     keys[..., dn:] = k_rope  # (B, 1, S, dr) broadcast over the heads
     return keys, kv[..., dn:]  # values: (B, H, S, dv), a view
@@ -73,9 +74,9 @@ def latent_attention(spec: Spec, w: LatentAttentionWeights, x: Array, inputs: St
     r, dn = spec.kv_lora_rank or 0, spec.qk_nope_head_dim or 0
     q = _queries(spec, w, x, probe)  # (B, H, T, dn + dr)
     compressed = linear(x, w.wkv_a, w.bkv_a)  # (B, T, d) -> (B, T, r + dr)
-    probe("kv_a_proj", compressed.shape)
+    probe("kv_a_proj", compressed.shape, (x,), (w.wkv_a, w.bkv_a))
     latent = _latent_norm(spec, w.kv_a_norm, compressed[..., :r])[:, None]  # (B, 1, T, r)
-    probe("kv_a_norm", (*x.shape[:2], r))
+    probe("kv_a_norm", (*x.shape[:2], r), ((*x.shape[:2], r),), (w.kv_a_norm,))
     k_rope = _rotate(spec, inputs, compressed[:, None, :, r:])  # (B, 1, T, dr)
     q[..., dn:] = _rotate(spec, inputs, q[..., dn:])  # q is a view of a fresh product
     offset = 0
@@ -83,11 +84,12 @@ def latent_attention(spec: Spec, w: LatentAttentionWeights, x: Array, inputs: St
         offset = inputs.start
         latent, k_rope = cache.update(offset, latent, k_rope)  # (B, 1, S, r), (B, 1, S, dr)
     keys, values = _expand(spec, w, latent, k_rope)  # (B, H, S, dn+dr), (B, H, S, dv)
-    probe("kv_b_proj", (*keys.shape[:3], dn + spec.value_dim))
+    probe("kv_b_proj", (*keys.shape[:3], dn + spec.value_dim), (latent[:, 0],), (w.wkv_b,))
     key_mask = None if inputs.key_mask is None else np.asarray(inputs.key_mask, dtype=bool)
     mask = ScoreMask(offset if inputs.causal else None, spec.sliding_window, key_mask,
                      None, spec.attn_logit_softcap)
     out = attend(q, keys, values, spec.scale, mask, probe)  # (B, T, H, dv)
     out = linear(out.reshape(*out.shape[:2], -1), w.wo, w.bo)  # (B, T, H*dv) -> (B, T, d)
-    probe("out_proj", out.shape)
+    probe("out_proj", out.shape, ((*values.shape[:2], q.shape[2], values.shape[3]),),
+          (w.wo, w.bo))  # the heads' values (B, H, T, dv), merged
     return out

@@ -23,6 +23,7 @@ from tfcli.engine.latent_attention import latent_attention
 from tfcli.engine.ops import Observer, apply_norm, softcap_
 from tfcli.engine.parallel import linear, rowwise
 from tfcli.engine.positions import default_positions, relative_bias, sinusoidal
+from tfcli.engine.shaped import is_shaped
 from tfcli.engine.weights import (BlockWeights, LatentAttentionWeights, NormWeights, StackWeights,
                                   Weights)
 from tfcli.core.errors import BadInputError
@@ -76,16 +77,18 @@ def _sublayer(
     h = x
     if has_norm and placement in NORM_BEFORE:
         h = _norm(spec, norm, x)
-        probe("norm", h.shape)
+        probe("norm", h.shape, (x,), (norm,))
     out = body(h)  # (B, T, d), a fresh array: the residual is added into it
     if has_norm and placement in NORM_AFTER_BODY:
-        out = _norm(spec, post_norm, out)  # a fresh array too
-        probe("norm", out.shape)
+        normed = _norm(spec, post_norm, out)  # a fresh array too
+        probe("norm", normed.shape, (out,), (post_norm,))
+        out = normed
     out += x
-    probe("residual_add", out.shape)
+    probe("residual_add", out.shape, (x, x))
     if has_norm and placement == "post":
-        out = _norm(spec, norm, out)
-        probe("norm", out.shape)
+        normed = _norm(spec, norm, out)
+        probe("norm", normed.shape, (out,), (norm,))
+        out = normed
     return out
 
 
@@ -107,14 +110,14 @@ def _parallel_block(spec: Spec, w: BlockWeights, x: Array, inputs: StackInput,
     has_norm = spec.norm != "none"
     h = _norm(spec, w.attn_norm, x) if has_norm else x  # (B, T, d)
     if has_norm:
-        at("norm", h.shape)
+        at("norm", h.shape, (x,), (w.attn_norm,))
     out = _self_attention(spec, w, h, inputs, cache, at)  # (B, T, d), a fresh array
     if has_norm and spec.parallel_residual == "two_norms":
         h = _norm(spec, w.ffn_norm, x)
-        at_ffn("norm", h.shape)
+        at_ffn("norm", h.shape, (x,), (w.ffn_norm,))
     out += ffn(spec, w.ffn, h, at_ffn)
     out += x
-    at_ffn("residual_add", out.shape)
+    at_ffn("residual_add", out.shape, (x, x, x))
     return out
 
 
@@ -130,7 +133,7 @@ def block_forward(spec: Spec, w: BlockWeights, x: Array, inputs: StackInput,
         x = _sublayer(spec, w.attn_norm, x, attend, at, w.attn_post_norm)
     else:  # ModernBERT's block 0 (first_attn_norm false): x + attn(x), the embedding norm's x
         x = attend(x) + x  # (B, T, d)
-        at("residual_add", x.shape)
+        at("residual_add", x.shape, (x, x))
     if w.cross_attn is not None:
         cross = probe.at("cross_attn")
         x = _sublayer(spec, w.cross_norm, x,
@@ -208,12 +211,15 @@ def forward_hidden(spec: Spec, stack: StackWeights, x: Array, inputs: StackInput
         inputs = replace(inputs, relative_embeddings=table)
     views = layer_specs(spec, len(stack.blocks))  # each block's own spec, made once per call
     for i, block in enumerate(stack.blocks):
+        at = named.at(i)
+        if is_shaped(x) and at.replayed(views[i], block):  # recorded like an earlier block
+            continue
         layer = cache.layers[i] if cache is not None else None
-        x = block_forward(views[i], block, x,
-                          _block_input(spec, block, inputs), layer, named.at(i))
+        x = block_forward(views[i], block, x, _block_input(spec, block, inputs), layer, at)
     if stack.final_norm is not None:
-        x = _norm(spec, stack.final_norm, x)
-        named.at("final_norm")("norm", x.shape)
+        normed = _norm(spec, stack.final_norm, x)
+        named.at("final_norm")("norm", normed.shape, (x,), (stack.final_norm,))
+        x = normed
     return x
 
 
@@ -230,25 +236,28 @@ def embed(spec: Spec, weights: Weights, tokens: Array, positions: Array,
     """
     probe = probe.at("embed")
     x = weights.token_embedding[tokens]  # (B, T) -> (B, T, d)
-    probe("token_embedding", x.shape)
+    probe("token_embedding", x.shape, (tokens,), (weights.token_embedding,))
     if spec.scale_embeddings:  # Gemma: sqrt(d) as a float32 scalar, cast as transformers does
         x *= np.float32(spec.d_model**0.5).astype(x.dtype)
-        probe("embed_scale", x.shape)
+        probe("embed_scale", x.shape, (x,))
+    rows = (tokens.shape[1], spec.d_model)  # the position rows added, as the trace lists them
     if spec.positions == "learned":
         x += weights.position_embedding[positions + spec.position_offset]  # (1|B, T, e)
-        probe("position_embedding", x.shape)
+        probe("position_embedding", x.shape, (x, rows), (weights.position_embedding,))
     elif spec.positions == "sinusoidal":
         x += sinusoidal(positions, spec.embedding_width, x.dtype)  # (1|B, T, e)
-        probe("position_embedding", x.shape)
+        probe("position_embedding", x.shape, (x, rows))
     if weights.token_type_embedding is not None:
         types = np.zeros_like(tokens) if token_types is None else token_types
         x += weights.token_type_embedding[types]  # (B, T) -> (B, T, d)
-        probe("token_type_embedding", x.shape)
+        probe("token_type_embedding", x.shape, (x, tokens), (weights.token_type_embedding,))
     if spec.embedding_project_first:  # DeBERTa: project, then norm d_model wide
         x = _embedding_project(weights, x, probe)
     if spec.embedding_norm:
-        x = apply_norm(spec.norm, weights.embedding_norm, x, spec.norm_eps, spec.norm_unit_offset)
-        probe("embedding_norm", x.shape)
+        normed = apply_norm(spec.norm, weights.embedding_norm, x, spec.norm_eps,
+                            spec.norm_unit_offset)
+        probe("embedding_norm", normed.shape, (x,), (weights.embedding_norm,))
+        x = normed
     if not spec.embedding_project_first:
         x = _embedding_project(weights, x, probe)
     return x
@@ -259,9 +268,10 @@ def _embedding_project(weights: Weights, x: Array, probe: Probe) -> Array:
     without a projection."""
     if weights.embedding_project is None:
         return x
-    x = linear(x, weights.embedding_project, weights.embedding_project_bias)
-    probe("embedding_project", x.shape)
-    return x
+    out = linear(x, weights.embedding_project, weights.embedding_project_bias)
+    probe("embedding_project", out.shape, (x,),
+          (weights.embedding_project, weights.embedding_project_bias))
+    return out
 
 
 def stack_tables(weights: Weights, stack: StackWeights | None) -> Weights:
@@ -275,12 +285,16 @@ def stack_tables(weights: Weights, stack: StackWeights | None) -> Weights:
 
 def output_logits(spec: Spec, weights: Weights, hidden: Array, probe: Probe = NO_PROBE) -> Array:
     """Vocabulary logits: (B, T, d) -> (B, T, V), soft-capped with final_logit_softcap; under
-    head masked_lm, after its transform."""
+    head masked_lm, after its transform. Probes `logits` (and `softcap`)."""
     if spec.head == "masked_lm":
         hidden = mlm_transform(spec, weights, hidden, probe)  # (B, T, d)
     logits = _head_logits(spec, weights, hidden)  # a fresh array: capped in place
+    matrix = weights.lm_head if weights.lm_head is not None else weights.token_embedding.T
+    probe("logits", logits.shape, (hidden,),
+          (matrix, weights.lm_head_bias, weights.final_logits_bias))
     if spec.final_logit_softcap is not None:
         softcap_(logits, spec.final_logit_softcap)
+        probe("softcap", logits.shape, (logits,))
     return logits
 
 
@@ -307,13 +321,10 @@ def _heads(spec: Spec, weights: Weights, hidden: Array, probe: Probe,
     probe = probe.at("head")
     if spec.lm_head:
         logits = output_logits(spec, weights, hidden, probe)  # (B, T, V)
-        probe("logits", logits.shape)
-        if spec.final_logit_softcap is not None:  # applied in output_logits
-            probe("softcap", logits.shape)
     if spec.pooler:
         act = pooler_activation(spec)  # tanh (BERT), relu (DistilBERT), gelu (ELECTRA)
         pooled = act(hidden[:, 0] @ weights.pooler_w + weights.pooler_b)  # (B, d) first token
-        probe("pooler", pooled.shape)
+        probe("pooler", pooled.shape, (hidden,), (weights.pooler_w, weights.pooler_b))
     if spec.num_labels is not None:  # a classification head
         scores = classify(spec, weights,
                           classifier_input(spec, hidden, pooled, tokens, mask, probe), probe)
@@ -383,7 +394,7 @@ def _encoder_decoder(spec: Spec, weights: Weights, x: Array, source: StackInput,
     encoded = forward_hidden(spec, weights.encoder, x, source, None, probe)  # (B, S, d)
     target = given.decoder_tokens
     inputs = StackInput.over(target.shape[1], True, given.decoder_attention_mask, encoded,
-                             source.key_mask)
+                             source.key_mask, like=target)
     y = embed(spec, stack_tables(weights, weights.decoder), target, inputs.positions, None,
               probe)  # (B, T, d)
     hidden = forward_hidden(spec, weights.decoder, y, inputs, None, probe)  # (B, T, d)
@@ -393,7 +404,11 @@ def _encoder_decoder(spec: Spec, weights: Weights, x: Array, source: StackInput,
 
 
 def _checked(spec: Spec, given: ModelInput) -> ModelInput:
-    """Every side input checked (BadInputError) and in the engine's form; positions filled."""
+    """Every side input checked (BadInputError) and in the engine's form; positions filled.
+    Shape-only tokens (the trace's) have no values to check: positions 0..T-1."""
+    if is_shaped(given.tokens):
+        return replace(given, positions=default_positions(1, given.tokens.shape[1],
+                                                          like=given.tokens))
     tokens = _as_tokens(spec, given.tokens, "tokens")
     positions = _as_positions(spec, given.positions, tokens)
     mask = _as_mask(given.attention_mask, tokens, "attention_mask")

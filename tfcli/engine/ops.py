@@ -11,6 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tfcli.core.arrays import Array
+from tfcli.engine.shaped import is_shaped
 from tfcli.engine.weights import NormWeights
 
 Observer = Callable[[str, str, tuple[int, ...]], None]
@@ -113,6 +114,8 @@ def _erfc_large(y: Array) -> Array:
 
 def erf(x: Array) -> Array:
     """The error function, elementwise, in the dtype of `x` (Cody 1969; ~1e-16 in float64)."""
+    if is_shaped(x):  # which interval each element falls in is data
+        return np.empty_like(x)
     x = np.asarray(x)
     y = np.abs(x)
     out = np.empty_like(x)
@@ -199,8 +202,8 @@ def _undefined_where_overflowed(stat: Array) -> None:
     scale its row by 1/sqrt(inf) = 0: every hidden state 0 (or the bias), every logit equal - a
     finite, confident and meaningless result. Such rows become NaN instead, so the forward
     pass's finiteness check (analysis/finite.py) names the block and points at float64. A
-    reduction over (rows, 1): nothing next to the norm itself."""
-    if np.isinf(stat.max()):
+    reduction over (rows, 1): nothing next to the norm itself. Shapes have no values to check."""
+    if not is_shaped(stat) and np.isinf(stat.max()):
         stat[np.isinf(stat)] = np.nan
 
 

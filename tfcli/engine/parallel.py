@@ -23,6 +23,7 @@ import numpy as np
 from tfcli.core.arrays import Array
 from tfcli.engine.blas import blas_threads
 from tfcli.engine.layout import fused_projection
+from tfcli.engine.shaped import is_shaped
 
 
 _state = threading.local()  # .inside: this thread is already running a parallel block
@@ -141,7 +142,8 @@ def linear(x: Array, w: Array, b: Array | None = None) -> Array:
     """
     flat = x.reshape(-1, x.shape[-1])  # (..., k) -> (N, k)
     n_rows, n_cols = flat.shape[0], w.shape[1]
-    if n_rows < 2 * MIN_ROW_BLOCK:  # the decode-step case: nothing to split, keep it short
+    # the decode-step case: nothing to split, keep it short; on shapes, one product too
+    if n_rows < 2 * MIN_ROW_BLOCK or is_shaped(flat):
         product = flat @ w  # (N, k) @ (k, m)
         if b is not None:
             product += b
@@ -176,7 +178,7 @@ def rowwise(fn: Callable[[Array], Array], x: Array) -> Array:
     by rows across the pool when x has many. NumPy runs elementwise work on one thread; a
     (1024, 768) layer norm took 2.8 ms alone, 25 of them 3% of a GPT-2 forward pass."""
     flat = x.reshape(-1, x.shape[-1])  # (..., d) -> (N, d)
-    if flat.shape[0] < MIN_ROWWISE_ROWS or WORKERS == 1:
+    if flat.shape[0] < MIN_ROWWISE_ROWS or WORKERS == 1 or is_shaped(x):
         return fn(x)
     out = np.empty_like(flat)
 
@@ -196,7 +198,7 @@ def linear_split(x: Array, owner: object, weights: tuple[str, ...],
 
     x (..., k), w_i (k, m_i) -> list of (..., m_i); fused, they are column views of one result.
     """
-    fused = fused_projection(owner, weights, biases)
+    fused = None if is_shaped(x) else fused_projection(owner, weights, biases)
     ws = [getattr(owner, name) for name in weights]
     if fused is None:
         return [linear(x, w, getattr(owner, b)) for w, b in zip(ws, biases)]

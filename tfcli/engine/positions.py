@@ -11,12 +11,15 @@ import math
 import numpy as np
 
 from tfcli.core.arrays import Array
+from tfcli.engine.shaped import is_shaped
 from tfcli.spec.rope import RopeScaling
 
 
-def default_positions(batch: int, length: int, offset: int = 0) -> Array:
-    """Positions offset..offset+length-1 for every sequence: (B, T) int64."""
-    return np.broadcast_to(np.arange(offset, offset + length, dtype=np.int64), (batch, length))
+def default_positions(batch: int, length: int, offset: int = 0, like: object = None) -> Array:
+    """Positions offset..offset+length-1 for every sequence: (B, T) int64 (shape-only when
+    `like` is, tfcli.engine.shaped)."""
+    return np.broadcast_to(np.arange(offset, offset + length, dtype=np.int64, like=like),
+                           (batch, length))
 
 
 def sinusoidal(positions: Array, d_model: int, dtype: np.dtype) -> Array:
@@ -26,7 +29,7 @@ def sinusoidal(positions: Array, d_model: int, dtype: np.dtype) -> Array:
     """
     inv_freq = 10000.0 ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)  # (ceil d/2,)
     angles = positions[..., None].astype(np.float64) * inv_freq  # (B, T, ceil(d/2))
-    table = np.empty((*positions.shape, d_model), dtype=np.float64)  # (B, T, d)
+    table = np.empty((*positions.shape, d_model), dtype=np.float64, like=positions)  # (B, T, d)
     table[..., 0::2] = np.sin(angles)
     table[..., 1::2] = np.cos(angles[..., : d_model // 2])
     return table.astype(dtype, copy=False)
@@ -47,7 +50,7 @@ def rope_tables(
     inv_freq = theta ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # (d/2,)
     factor = 1.0
     if scaling is not None:
-        seq_len = int(positions.max()) + 1 if positions.size else 0  # as transformers: one for all
+        seq_len = _largest_position(positions) + 1  # as transformers: one table for all
         inv_freq, factor = ROPE_SCALINGS[scaling.type](inv_freq, scaling, theta, seq_len)
     angles = positions[..., None].astype(np.float64) * inv_freq  # (B, T, d/2)
     if interleaved:
@@ -58,6 +61,13 @@ def rope_tables(
     if factor != 1.0:
         cos, sin = cos * factor, sin * factor
     return cos.astype(dtype, copy=False), sin.astype(dtype, copy=False)
+
+
+def _largest_position(positions: Array) -> int:
+    """The largest position (-1 for none); on shapes, positions 0..T-1 (the trace's)."""
+    if is_shaped(positions):
+        return positions.shape[-1] - 1
+    return int(positions.max()) if positions.size else -1
 
 
 # --- RoPE scaling: (inv_freq (d/2,), scaling, theta, seq_len) -> (inv_freq, attention factor) --
@@ -173,7 +183,7 @@ def relative_buckets(
     Bidirectional (encoder) spends half the buckets on each sign; unidirectional (decoder)
     only looks back. The log is taken in float32, exactly as HF does, so bucket edges agree.
     """
-    buckets = np.zeros(relative.shape, dtype=np.int64)
+    buckets = np.zeros_like(relative, dtype=np.int64)
     if bidirectional:
         n_buckets //= 2
         buckets += (relative > 0) * n_buckets
@@ -209,4 +219,4 @@ def relative_bias(
         relative, bidirectional=bidirectional, n_buckets=table.shape[0], max_distance=max_distance
     )
     bias = table[buckets]  # (B, T, S) -> (B, T, S, H)
-    return np.ascontiguousarray(bias.transpose(0, 3, 1, 2))  # (B, T, S, H) -> (B, H, T, S)
+    return bias.transpose(0, 3, 1, 2).copy()  # (B, T, S, H) -> (B, H, T, S), C-ordered

@@ -13,7 +13,9 @@ ones are drawn, init.py's.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import Field, dataclass, fields
+from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -198,10 +200,15 @@ def _node_type(name: str, node: Node) -> type:
     raise ValueError(f"no weights container for a blueprint node named {name!r}")
 
 
+@cache
+def _fields(cls: type) -> tuple[Field[Any], ...]:
+    return fields(cls)
+
+
 def _build(cls: type, node: Node, layers: int = 0) -> object:
     """`cls` with the node's children as fields; a field the node lacks is None."""
     values: dict[str, object] = {}
-    for f in fields(cls):
+    for f in _fields(cls):
         child = node.get(f.name)
         if isinstance(child, dict):
             if f.name == "blocks":

@@ -244,8 +244,19 @@ def block_indices(spec: Spec, path: str) -> range | list[int]:
         return range(1, layers)
     if not spec.mixed_ffn_layers or rest[0] != "ffn":
         return range(layers)
+    return [i for i in range(layers) if has_block(spec, path, i)]
+
+
+def has_block(spec: Spec, path: str, layer: int) -> bool:
+    """Whether block `layer` has the array `stack.blocks.*.<rest>` (one of block_indices, found
+    without listing them: a stack may have 10^9 blocks)."""
+    rest = path.split(f".blocks.{EVERY}.", 1)[-1].split(".")
+    if rest[0] == "attn_norm" and not spec.first_attn_norm:
+        return layer >= 1
+    if not spec.mixed_ffn_layers or rest[0] != "ffn":
+        return True
     moe = len(rest) > 1 and rest[1] in _MOE_FIELDS
-    return [i for i in range(layers) if spec.moe_layer(i) == moe]
+    return spec.moe_layer(layer) == moe
 
 
 def _relative_embeddings(spec: Spec, stack: str, draw: DrawKey) -> list[Component]:

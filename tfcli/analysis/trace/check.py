@@ -1,8 +1,8 @@
 """`tfcli trace --execute`: run a real forward pass and compare its observed shapes with the
-analytic trace, op by op, in order.
+trace (the same forward pass run on shapes), op by op, in order: the shape path of every op
+(one query block, the experts as one op, replayed blocks) against what the arrays do.
 
-The engine is imported inside execute_check only, so `tfcli trace` without --execute never loads
-it. A spec too large for memory is truncated to fewer blocks per stack first (every block has
+A spec too large for memory is truncated to fewer blocks per stack first (every block has
 the same ops, so one or two blocks check every distinct shape; a stack whose first MoE block
 comes later, DeepSeek's dense first blocks, runs through that block).
 """

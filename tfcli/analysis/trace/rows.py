@@ -96,7 +96,7 @@ def _merge(path: str, rows: list[TraceRow]) -> TraceRow:
     )
 
 
-def _renamed_block(weights: tuple[str, ...], stack: str, old: str, new: str) -> tuple[str, ...]:
+def renamed_block(weights: tuple[str, ...], stack: str, old: str, new: str) -> tuple[str, ...]:
     """Weights paths of block `old` of `stack` named for block (or span) `new`."""
     before, after = f"{stack}.blocks.{old}.", f"{stack}.blocks.{new}."
     return tuple(after + w.removeprefix(before) if w.startswith(before) else w for w in weights)
@@ -105,7 +105,7 @@ def _renamed_block(weights: tuple[str, ...], stack: str, old: str, new: str) -> 
 def repeated(row: TraceRow, first: str, span: str, repeat: int) -> TraceRow:
     """Block `first`'s row standing for `repeat` identical blocks named `span`."""
     stack, old = first.split(".")
-    weights = _renamed_block(row.weights, stack, old, span.split(".")[1])
+    weights = renamed_block(row.weights, stack, old, span.split(".")[1])
     return replace(row, path=span + row.path.removeprefix(first), params=row.params * repeat,
                    flops=row.flops * repeat, act_bytes=row.act_bytes * repeat, repeat=repeat,
                    weights=weights)
@@ -138,5 +138,5 @@ def _unrolled(group: list[TraceRow]) -> list[TraceRow]:
     return [replace(r, path=f"{stack}.{first + i}{r.path.removeprefix(f'{stack}.{span}')}",
                     params=r.params // repeat, flops=r.flops // repeat,
                     act_bytes=r.act_bytes // repeat, repeat=1,
-                    weights=_renamed_block(r.weights, stack, span, str(first + i)))
+                    weights=renamed_block(r.weights, stack, span, str(first + i)))
             for i in range(repeat) for r in group]

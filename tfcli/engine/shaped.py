@@ -1,0 +1,361 @@
+"""Shape-only arrays: the engine's own forward pass evaluated on shapes (what `tfcli trace` runs).
+
+A `Shaped` stands for an ndarray of a shape and dtype and holds no data, as JAX's
+`ShapeDtypeStruct` under `eval_shape` or a tensor on torch's meta device. NumPy hands it every
+ufunc (`__array_ufunc__`: elementwise broadcasting, `matmul`, reductions, `out=`) and the array
+functions the engine calls (`__array_function__`: `np.empty(..., like=)`, `concatenate`,
+`where`, ...); each answers with a Shaped of the shape NumPy would give, in O(1) whatever the
+size, and raises NumPy's own error for shapes that do not fit. A weight also carries its
+blueprint path, role and parameter count, which the op records of the trace read.
+
+What needs values raises TypeError: `bool()` of one, `np.asarray`, a boolean mask. The engine
+takes its shape path explicitly (`is_shaped`) at the few places that branch on data (routing,
+masks, overflow checks) or choose a work split by size.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+Shape = tuple[int, ...]
+_BOOL = np.dtype(bool)
+_INDEX = np.dtype(np.int64)
+_COMPARISONS = frozenset({np.greater, np.greater_equal, np.less, np.less_equal, np.equal,
+                          np.not_equal, np.logical_and, np.logical_or, np.logical_not,
+                          np.logical_xor, np.isinf, np.isnan, np.isfinite, np.signbit})
+
+
+class Shaped(NDArrayOperatorsMixin):
+    """An array's shape and dtype, and for a weight its blueprint path, role and parameters."""
+
+    __slots__ = ("shape", "dtype", "path", "role", "params")
+
+    def __init__(self, shape: Iterable[int], dtype: Any = np.float32, path: str | None = None,
+                 role: str | None = None, params: int = 0) -> None:
+        self.shape: Shape = shape if type(shape) is tuple else tuple(map(int, shape))  # type: ignore[assignment]
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self.path, self.role, self.params = path, role, params
+
+    def __repr__(self) -> str:
+        named = f", {self.path}" if self.path else ""
+        return f"Shaped({self.shape}, {self.dtype}{named})"
+
+    def _view(self, shape: Iterable[int]) -> Shaped:
+        """The same array (its weight identity kept) seen with another shape."""
+        return Shaped(shape, self.dtype, self.path, self.role, self.params)
+
+    # --- ndarray's attributes ------------------------------------------------------------------
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def T(self) -> Shaped:  # noqa: N802  (ndarray's name)
+        return self._view(self.shape[::-1])
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __bool__(self) -> bool:
+        raise TypeError("a shape-only array has no truth value: branch with is_shaped()")
+
+    def __array__(self, *args: object, **kwargs: object) -> np.ndarray:
+        raise TypeError("a shape-only array has no values to convert")
+
+    # --- views -----------------------------------------------------------------------------------
+
+    def reshape(self, *shape: int | Iterable[int]) -> Shaped:
+        dims = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        return self._view(_reshaped(self.shape, dims))  # type: ignore[arg-type]
+
+    def transpose(self, *axes: int) -> Shaped:
+        order = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
+        order = tuple(order) or tuple(range(self.ndim))[::-1]  # type: ignore[arg-type]
+        return self._view(self.shape[a] for a in order)
+
+    def swapaxes(self, a: int, b: int) -> Shaped:
+        dims = list(self.shape)
+        dims[a], dims[b] = dims[b], dims[a]
+        return self._view(dims)
+
+    def astype(self, dtype: Any, copy: bool = True) -> Shaped:
+        return Shaped(self.shape, dtype, self.path, self.role, self.params)
+
+    def copy(self) -> Shaped:
+        return self._view(self.shape)
+
+    def __getitem__(self, key: object) -> Shaped:
+        return self._view(_indexed(self.shape, key))
+
+    def __setitem__(self, key: object, value: object) -> None:
+        _indexed(self.shape, key)  # the target must exist; nothing is written
+
+    # --- reductions as methods -------------------------------------------------------------------
+
+    def _reduced(self, axis: int | tuple[int, ...] | None, keepdims: bool, dtype: Any) -> Shaped:
+        return Shaped(_reduce_shape(self.shape, axis, keepdims), dtype)
+
+    def sum(self, axis: int | None = None, keepdims: bool = False, **_: object) -> Shaped:
+        return self._reduced(axis, keepdims, self.dtype)
+
+    def max(self, axis: int | None = None, keepdims: bool = False, **_: object) -> Shaped:
+        return self._reduced(axis, keepdims, self.dtype)
+
+    def min(self, axis: int | None = None, keepdims: bool = False, **_: object) -> Shaped:
+        return self._reduced(axis, keepdims, self.dtype)
+
+    def mean(self, axis: int | None = None, keepdims: bool = False, **_: object) -> Shaped:
+        floating = self.dtype if self.dtype.kind in "fc" else np.dtype(np.float64)
+        return self._reduced(axis, keepdims, floating)
+
+    def argmax(self, axis: int | None = None, **_: object) -> Shaped:
+        return self._reduced(axis, False, _INDEX)
+
+    # --- NumPy's protocols -----------------------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        out = kwargs.get("out")
+        if method == "__call__":
+            result = _call(ufunc, inputs)
+        elif method == "reduce":
+            axis = inputs[1] if len(inputs) > 1 else kwargs.get("axis", 0)
+            result = Shaped(_reduce_shape(_shape(inputs[0]), axis, kwargs.get("keepdims", False)),
+                            _dtype(inputs[0]))
+        else:
+            return NotImplemented
+        if out is not None:
+            target = out[0] if isinstance(out, tuple) else out
+            _broadcast(result.shape, target.shape)  # as NumPy: the result must fit
+            return target
+        return result
+
+    def __array_function__(self, func: Callable[..., Any], types: object, args: tuple[Any, ...],
+                           kwargs: dict[str, Any]) -> Any:
+        handler = _FUNCTIONS.get(func)
+        if handler is None:
+            raise TypeError(f"np.{func.__name__} is not defined on shape-only arrays")
+        return handler(*args, **kwargs)
+
+
+def is_shaped(x: object) -> bool:
+    """Whether `x` is a shape-only array: the engine's branch to its shape path."""
+    return type(x) is Shaped
+
+
+# --- shapes of NumPy's operations -----------------------------------------------------------------
+
+
+def _shape(x: Any) -> Shape:
+    return x.shape if isinstance(x, (Shaped, np.ndarray, np.generic)) else ()
+
+
+def _dtype(x: Any) -> Any:
+    """What ufunc.resolve_dtypes should see for x: its dtype, or a Python scalar's type (weak)."""
+    if isinstance(x, (Shaped, np.ndarray, np.generic)):
+        return x.dtype
+    return type(x) if isinstance(x, (bool, int, float, complex)) else np.asarray(x).dtype
+
+
+def _operand(x: Any) -> Any:
+    """What np.result_type should see for x: its dtype, or a Python scalar itself (weak)."""
+    return x.dtype if isinstance(x, (Shaped, np.ndarray, np.generic)) else x
+
+
+_RESOLVED: dict[tuple[object, ...], np.dtype] = {}
+
+
+def _call_dtype(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> np.dtype:
+    key = (ufunc, *(_dtype(x) for x in inputs))
+    dtype = _RESOLVED.get(key)
+    if dtype is None:
+        if ufunc in _COMPARISONS:
+            dtype = _BOOL
+        else:
+            dtype = ufunc.resolve_dtypes((*key[1:], *([None] * ufunc.nout)))[-1]
+        _RESOLVED[key] = dtype
+    return dtype
+
+
+def _call(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Shaped:
+    dtype = _call_dtype(ufunc, inputs)
+    if ufunc is np.matmul:
+        return Shaped(_matmul_shape(_shape(inputs[0]), _shape(inputs[1])), dtype)
+    shapes = [_shape(x) for x in inputs]
+    if len(shapes) == 1 or (len(shapes) == 2 and shapes[1] in ((), shapes[0])):
+        return Shaped(shapes[0], dtype)  # x op x, x op scalar: the common cases, no broadcast
+    return Shaped(_broadcast(*shapes), dtype)
+
+
+def _broadcast(*shapes: Shape) -> Shape:
+    """np.broadcast_shapes without building arrays (a few hundred ns, not microseconds)."""
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return first
+    out = [1] * max(len(s) for s in shapes)
+    for s in shapes:
+        for i, n in enumerate(s, len(out) - len(s)):
+            if n != 1:
+                if out[i] not in (1, n):
+                    raise ValueError(f"shapes {' '.join(map(str, shapes))} do not broadcast")
+                out[i] = n
+    return tuple(out)
+
+
+def _matmul_shape(a: Shape, b: Shape) -> Shape:
+    """(..., n, k) @ (..., k, m) -> (..., n, m), with NumPy's rules for 1-D operands."""
+    left, right = (1, *a) if len(a) == 1 else a, (*b, 1) if len(b) == 1 else b
+    if left[-1] != right[-2]:
+        raise ValueError(f"matmul: shapes {a} and {b} do not align ({left[-1]} != {right[-2]})")
+    batch = _broadcast(left[:-2], right[:-2])
+    rows = () if len(a) == 1 else (left[-2],)
+    cols = () if len(b) == 1 else (right[-1],)
+    return (*batch, *rows, *cols)
+
+
+def _reduce_shape(shape: Shape, axis: int | tuple[int, ...] | None, keepdims: bool) -> Shape:
+    axes = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    gone = {a % len(shape) for a in axes}
+    if keepdims:
+        return tuple(1 if i in gone else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in gone)
+
+
+def _reshaped(shape: Shape, dims: tuple[int, ...]) -> Shape:
+    total = math.prod(shape)
+    if -1 in dims:
+        known = math.prod(d for d in dims if d != -1)
+        dims = tuple(total // known if d == -1 else d for d in dims)
+    if math.prod(dims) != total:
+        raise ValueError(f"cannot reshape an array of shape {shape} into {dims}")
+    return tuple(dims)
+
+
+def _is_advanced(k: object) -> bool:
+    return isinstance(k, (Shaped, list)) or (isinstance(k, np.ndarray) and k.ndim > 0)
+
+
+def _indexed(shape: Shape, key: object) -> Shape:
+    """The shape of x[key]: basic indices (ints, slices, None, ...) and integer index arrays
+    (one group of adjacent ones, or NumPy's leading placement when they are apart)."""
+    keys = list(key) if isinstance(key, tuple) else [key]
+    if any(getattr(k, "dtype", None) == _BOOL for k in keys):
+        raise TypeError("a boolean mask selects by value: no shape without data")
+    consumed = sum(1 for k in keys if k is not None and k is not Ellipsis)
+    dots = [i for i, k in enumerate(keys) if k is Ellipsis]
+    if dots:
+        keys[dots[0]: dots[0] + 1] = [slice(None)] * (len(shape) - consumed)
+    keys += [slice(None)] * (len(shape) - sum(1 for k in keys if k is not None))
+    out: list[int] = []
+    advanced: list[Shape] = []
+    places: list[int] = []
+    axis = 0
+    for k in keys:
+        if k is None:
+            out.append(1)
+            continue
+        if axis >= len(shape):
+            raise IndexError(f"too many indices for an array of shape {shape}")
+        if isinstance(k, slice):
+            out.append(len(range(*k.indices(shape[axis]))))
+        elif _is_advanced(k):
+            places.append(len(out))
+            advanced.append(_shape(k) if not isinstance(k, list) else np.shape(k))
+        axis += 1
+    if not advanced:
+        return tuple(out)
+    group = _broadcast(*advanced)
+    # adjacent index arrays add nothing to `out` between them, so they share one place; apart,
+    # NumPy puts their broadcast shape first
+    at = places[0] if all(p == places[0] for p in places) else 0
+    return (*out[:at], *group, *out[at:])
+
+
+# --- the array functions the engine calls ---------------------------------------------------------
+
+
+def _new(shape: int | Iterable[int], dtype: Any = None, *_: object, **__: object) -> Shaped:
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    return Shaped(dims, np.float64 if dtype is None else dtype)
+
+
+def _full(shape: int | Iterable[int], fill_value: object, dtype: Any = None,
+          **_: object) -> Shaped:
+    return _new(shape, dtype if dtype is not None else np.asarray(fill_value).dtype)
+
+
+def _like(a: Any, dtype: Any = None, *_: object, **__: object) -> Shaped:
+    return Shaped(_shape(a), _dtype(a) if dtype is None else dtype)
+
+
+def _concatenate(arrays: Iterable[Any], axis: int = 0, **_: object) -> Shaped:
+    parts = list(arrays)
+    dims = list(_shape(parts[0]))
+    dims[axis] = sum(_shape(p)[axis] for p in parts)
+    return Shaped(dims, np.result_type(*(_operand(p) for p in parts)))
+
+
+def _repeat(a: Any, repeats: int, axis: int | None = None) -> Shaped:
+    if axis is None:
+        return Shaped((math.prod(_shape(a)) * repeats,), _dtype(a))
+    dims = list(_shape(a))
+    dims[axis] *= repeats
+    return Shaped(dims, _dtype(a))
+
+
+def _where(condition: Any, x: Any, y: Any) -> Shaped:
+    return Shaped(_broadcast(_shape(condition), _shape(x), _shape(y)),
+                  np.result_type(_operand(x), _operand(y)))
+
+
+def _arange(*args: Any, dtype: Any = None, **_: object) -> Shaped:
+    return Shaped((len(range(*(int(a) for a in args))),), _INDEX if dtype is None else dtype)
+
+
+def _same(a: Any, *_: object, dtype: Any = None, **__: object) -> Any:
+    return a if dtype is None else a.astype(dtype)
+
+
+def _clip(a: Any, low: Any, high: Any, **_: object) -> Shaped:
+    return Shaped(_broadcast(_shape(a), _shape(low), _shape(high)), _dtype(a))
+
+
+def _broadcast_to(a: Any, shape: Iterable[int], **_: object) -> Shaped:
+    return Shaped(shape, _dtype(a))
+
+
+def _result_type(*args: Any) -> np.dtype:
+    return np.result_type(*(_operand(a) for a in args))
+
+
+def _copyto(dst: Any, src: Any, **_: object) -> None:
+    _broadcast(_shape(src), _shape(dst))
+
+
+_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
+    np.empty: _new, np.zeros: _new, np.ones: _new, np.full: _full,
+    np.empty_like: _like, np.zeros_like: _like, np.ones_like: _like,
+    np.concatenate: _concatenate, np.repeat: _repeat, np.where: _where, np.arange: _arange,
+    np.nan_to_num: _same, np.clip: _clip,
+    np.broadcast_to: _broadcast_to, np.result_type: _result_type, np.copyto: _copyto,
+    np.reshape: lambda a, shape, **_: a.reshape(shape),
+    np.transpose: lambda a, axes=None: a.transpose(*(axes or ())),
+    np.swapaxes: lambda a, x, y: a.swapaxes(x, y),
+}
