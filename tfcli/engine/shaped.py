@@ -164,12 +164,14 @@ def is_shaped(x: object) -> bool:
 
 
 def _shape(x: Any) -> Shape:
-    return x.shape if isinstance(x, (Shaped, np.ndarray, np.generic)) else ()
+    if type(x) is Shaped:
+        return x.shape
+    return x.shape if isinstance(x, (np.ndarray, np.generic)) else ()
 
 
 def _dtype(x: Any) -> Any:
     """What ufunc.resolve_dtypes should see for x: its dtype, or a Python scalar's type (weak)."""
-    if isinstance(x, (Shaped, np.ndarray, np.generic)):
+    if type(x) is Shaped or isinstance(x, (np.ndarray, np.generic)):
         return x.dtype
     return type(x) if isinstance(x, (bool, int, float, complex)) else np.asarray(x).dtype
 
@@ -183,7 +185,7 @@ _RESOLVED: dict[tuple[object, ...], np.dtype] = {}
 
 
 def _call_dtype(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> np.dtype:
-    key = (ufunc, *(_dtype(x) for x in inputs))
+    key = (ufunc, *map(_dtype, inputs))
     dtype = _RESOLVED.get(key)
     if dtype is None:
         if ufunc in _COMPARISONS:
@@ -198,7 +200,7 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Shaped:
     dtype = _call_dtype(ufunc, inputs)
     if ufunc is np.matmul:
         return Shaped(_matmul_shape(_shape(inputs[0]), _shape(inputs[1])), dtype)
-    shapes = [_shape(x) for x in inputs]
+    shapes = list(map(_shape, inputs))
     if len(shapes) == 1 or (len(shapes) == 2 and shapes[1] in ((), shapes[0])):
         return Shaped(shapes[0], dtype)  # x op x, x op scalar: the common cases, no broadcast
     return Shaped(_broadcast(*shapes), dtype)

@@ -106,9 +106,9 @@ def repeated(row: TraceRow, first: str, span: str, repeat: int) -> TraceRow:
     """Block `first`'s row standing for `repeat` identical blocks named `span`."""
     stack, old = first.split(".")
     weights = renamed_block(row.weights, stack, old, span.split(".")[1])
-    return replace(row, path=span + row.path.removeprefix(first), params=row.params * repeat,
-                   flops=row.flops * repeat, act_bytes=row.act_bytes * repeat, repeat=repeat,
-                   weights=weights)
+    return TraceRow(span + row.path.removeprefix(first), row.op, row.inputs, row.output,
+                    row.params * repeat, row.flops * repeat, row.act_bytes * repeat, repeat,
+                    weights)
 
 
 def expand_rows(rows: tuple[TraceRow, ...] | list[TraceRow]) -> list[TraceRow]:
