@@ -196,14 +196,32 @@ def _call_dtype(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> np.dtype:
     return dtype
 
 
+_CALLS: dict[tuple[object, ...], tuple[Shape, np.dtype]] = {}  # a trace repeats its calls
+_MAX_CALLS = 1 << 14
+
+
+def _describe(x: Any) -> tuple[Shape, Any]:
+    if type(x) is Shaped:
+        return x.shape, x.dtype
+    return _shape(x), _dtype(x)
+
+
 def _call(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Shaped:
+    key = (ufunc, *map(_describe, inputs))
+    hit = _CALLS.get(key)
+    if hit is None:
+        hit = _call_result(ufunc, inputs)
+        if len(_CALLS) >= _MAX_CALLS:  # bounded: shapes of a long-running process vary
+            _CALLS.clear()
+        _CALLS[key] = hit
+    return Shaped(*hit)
+
+
+def _call_result(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> tuple[Shape, np.dtype]:
     dtype = _call_dtype(ufunc, inputs)
     if ufunc is np.matmul:
-        return Shaped(_matmul_shape(_shape(inputs[0]), _shape(inputs[1])), dtype)
-    shapes = list(map(_shape, inputs))
-    if len(shapes) == 1 or (len(shapes) == 2 and shapes[1] in ((), shapes[0])):
-        return Shaped(shapes[0], dtype)  # x op x, x op scalar: the common cases, no broadcast
-    return Shaped(_broadcast(*shapes), dtype)
+        return _matmul_shape(_shape(inputs[0]), _shape(inputs[1])), dtype
+    return _broadcast(*map(_shape, inputs)), dtype
 
 
 def _broadcast(*shapes: Shape) -> Shape:

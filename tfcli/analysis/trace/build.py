@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from tfcli.analysis.trace.flops import Op, op_flops
-from tfcli.analysis.trace.rows import TraceRow, check_depth, fold_rows, renamed_block, repeated
+from tfcli.analysis.trace.rows import TraceRow, check_depth, fold_rows, repeated
 from tfcli.analysis.trace.text import (  # noqa: F401  (the stated constants, re-exported)
     ACTIVATION_FLOPS, ADD_FLOPS, MAX_LISTED_BLOCKS, NORM_FLOPS, SOFTMAX_FLOPS, convention_text,
     uniform_tail,
@@ -155,6 +155,7 @@ class _Recorder(Recorder):
         self._owned: set[str] = set()
         self._kinds: dict[tuple[object, ...], tuple[str, int]] = {}  # -> a block, its first row
         self._blocks: set[int] = set()  # the block containers run or replayed so far
+        self._templates: dict[tuple[object, ...], list[Any]] = {}  # kind -> its rows, relative
 
     def replay(self, path: str, view: object, block: object) -> bool:
         """A block of a kind already recorded (same spec view, same arrays' names and shapes,
@@ -167,26 +168,33 @@ class _Recorder(Recorder):
         self._blocks.add(id(block))
         kind = (stack, id(view), again, _signature(block))
         seen = self._kinds.get(kind)
-        rows = [] if seen is None else self._rows_of(*seen)
-        if seen is None or rows is None:
+        template = None if seen is None else self._template(kind, *seen)
+        if template is None:
             self._kinds[kind] = (path, len(self.rows))
             return False
-        old = seen[0].split(".")[1]
-        for r in rows:
-            weights = renamed_block(r.weights, stack, old, index)
+        inside = f"{stack}.blocks.{index}."
+        for r, suffix, local in template:
+            weights = tuple(inside + w for w in local) if local else ()
             self._owned.update(weights)
-            self.rows.append(TraceRow(path + r.path[len(seen[0]):], r.op, r.inputs, r.output,
-                                      r.params, r.flops, r.act_bytes, r.repeat, weights))
+            self.rows.append(TraceRow(path + suffix, r.op, r.inputs, r.output, r.params,
+                                      r.flops, r.act_bytes, r.repeat, weights))
         return True
 
-    def _rows_of(self, block: str, start: int) -> list[TraceRow] | None:
-        """The rows block `block` recorded from row `start`; None when one of them owns an
-        array outside the block."""
+    def _template(self, kind: tuple[object, ...], block: str,
+                  start: int) -> list[tuple[TraceRow, str, tuple[str, ...]]] | None:
+        """Block `block`'s rows from row `start`, each with its path and its owned weights'
+        paths below the block; None when one of them owns an array outside the block (it then
+        stands for no other)."""
+        if kind in self._templates:
+            return self._templates[kind]
         inside = block.replace(".", ".blocks.", 1) + "."
         rows = list(takewhile(lambda r: r.path.startswith(block + "."), self.rows[start:]))
         if any(not w.startswith(inside) for r in rows for w in r.weights):
             return None
-        return rows
+        template = [(r, r.path[len(block):], tuple(w[len(inside):] for w in r.weights))
+                    for r in rows]
+        self._templates[kind] = template
+        return template
 
     def record(self, path: str, op: str, output: tuple[int, ...], inputs: tuple[object, ...],
                reads: tuple[object, ...]) -> None:

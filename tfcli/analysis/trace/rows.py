@@ -98,6 +98,8 @@ def _merge(path: str, rows: list[TraceRow]) -> TraceRow:
 
 def renamed_block(weights: tuple[str, ...], stack: str, old: str, new: str) -> tuple[str, ...]:
     """Weights paths of block `old` of `stack` named for block (or span) `new`."""
+    if not weights:
+        return weights
     before, after = f"{stack}.blocks.{old}.", f"{stack}.blocks.{new}."
     return tuple(after + w.removeprefix(before) if w.startswith(before) else w for w in weights)
 
