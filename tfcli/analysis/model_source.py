@@ -25,6 +25,12 @@ class Model:
     dtype: str
     origin: str  # "random weights (seed 0)" or the checkpoint directory
     weights_dir: str | None  # where a tokenizer.json may live (or the GGUF file holding one)
+    notes: tuple[str, ...] = ()  # what --weights FILE.npz set and left to the random draw
+
+
+def is_npz(path: str) -> bool:
+    """Whether --weights names a learner's .npz file (engine paths) rather than a checkpoint."""
+    return path.lower().endswith(".npz")
 
 
 def numpy_dtype(name: str) -> type:
@@ -69,9 +75,14 @@ def load_model(source: Source | str, *, weights_dir: str | None = None, layers: 
 
         weights = load_gguf_weights(gguf_file, spec, np_dtype, truncated=layers is not None)
         return Model(spec, weights, dtype, gguf_file, gguf_file)  # its tokenizer is inside
+    random = f"random weights (seed {seed}, std {spec.init_std})"
+    if weights_dir is not None and is_npz(weights_dir):  # the learner's arrays over the draw
+        from tfcli.checkpoints.npz import apply_npz_weights
+
+        weights, notes = apply_npz_weights(weights_dir, spec, init_weights(spec, seed, np_dtype))
+        return Model(spec, weights, dtype, f"{weights_dir} over {random}", None, tuple(notes))
     if checkpoint is None:
-        return Model(spec, init_weights(spec, seed, np_dtype), dtype,
-                     f"random weights (seed {seed}, std {spec.init_std})", None)
+        return Model(spec, init_weights(spec, seed, np_dtype), dtype, random, None)
     from tfcli.checkpoints import load_weights  # safetensors only when a checkpoint is used
 
     weights = load_weights(checkpoint, spec, dtype=np_dtype, truncated=layers is not None)

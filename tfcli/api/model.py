@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -156,11 +156,14 @@ class Model:
             target: str | None = None, batch: int = 1, seq_len: int | None = None,
             weights: str | None = None, dtype: str = "float32", seed: int = 0,
             save_npz: str | None = None, truncate: bool = False, pool: str | None = None,
-            normalize: bool = False, progress: bool = False) -> RunResult:
+            normalize: bool = False, progress: bool = False,
+            inputs: str | None = None) -> RunResult:
         """One real forward pass: logits, top-5 next tokens, loss, norms, timing and, for
         encoders or with `pool`, a sentence embedding. Input: `text` (one or a batch),
-        `tokens` ("1,2,3"), or random ids of `batch` x `seq_len`. Weights: the source's
-        checkpoint, `weights` (a model directory or GGUF file), else random ones of `seed`."""
+        `tokens` ("1,2,3"), random ids of `batch` x `seq_len`, or `inputs` (an .npz file of
+        `tokens` or the first block's `embeddings`). Weights: the source's checkpoint,
+        `weights` (a model directory, a GGUF file, or an .npz of arrays by engine path over
+        the random draw), else random ones of `seed`."""
         import functools
 
         from tfcli.analysis.model_source import load_model
@@ -170,6 +173,12 @@ class Model:
 
         if save_npz is not None:
             check_npz_path(save_npz)  # before the work, not after it
+        if inputs is not None:
+            return self._run_npz_inputs(inputs, text=text, tokens=tokens, target=target,
+                                        batch=batch, seq_len=seq_len, weights=weights,
+                                        dtype=dtype, seed=seed, save_npz=save_npz,
+                                        truncate=truncate, pool=pool, normalize=normalize,
+                                        progress=progress)
         plan = functools.partial(run_plan, text=text, tokens=tokens, target=target, batch=batch,
                                  seq_len=seq_len)
         with _status(progress, LOADING):
@@ -188,7 +197,47 @@ class Model:
                                       normalize=normalize)
         if save_npz is not None:
             write(save_npz, inputs, outputs, result.embedding)
-        return result
+        return replace(result, notes=[*loaded.notes, *result.notes]) if loaded.notes else result
+
+    def _run_npz_inputs(self, path: str, *, text: str | Sequence[str] | None,
+                        tokens: str | None, target: str | None, batch: int,
+                        seq_len: int | None, weights: str | None, dtype: str, seed: int,
+                        save_npz: str | None, truncate: bool, pool: str | None,
+                        normalize: bool, progress: bool) -> RunResult:
+        """run() on --inputs FILE.npz: the file's tokens through the usual path, or its
+        embeddings into block 0 (run_embeddings). Options that shape other inputs are refused
+        by name."""
+        from tfcli.analysis.allocation import Workload, run_estimate
+        from tfcli.analysis.model_source import load_model
+        from tfcli.analysis.run.forward import RunInputs, run_embeddings, run_forward
+        import numpy as np
+
+        from tfcli.checkpoints.npz import read_npz_inputs
+        from tfcli.core.errors import BadInputError
+
+        given = {"--text": text, "--tokens": tokens, "--target": target,
+                 "--seq-len": seq_len, "--batch": None if batch == 1 else batch,
+                 "--save-npz": save_npz, "--truncate": truncate or None, "--pool": pool,
+                 "--normalize": normalize or None}
+        clash = [name for name, value in given.items() if value is not None]
+        if clash:
+            raise BadInputError(f"--inputs gives the input itself; {', '.join(clash)} "
+                                "do not apply with it")
+        spec = self.spec
+        arrays = read_npz_inputs(path, spec)
+        shape = (arrays.embeddings if arrays.embeddings is not None else arrays.tokens).shape
+        work = Workload(batch=shape[0], seq_len=shape[1], decoder_len=1, loss=True)
+        with _status(progress, LOADING):
+            loaded = load_model(self.source, weights_dir=weights, layers=self.layers,
+                                dtype=dtype, seed=seed,
+                                estimate=lambda s, d: run_estimate(s, d, work))
+        if arrays.embeddings is not None:
+            embeddings = arrays.embeddings.astype(loaded.weights.token_embedding.dtype)
+            return run_embeddings(loaded, embeddings, loaded.notes)
+        start = None if spec.family != "encoder-decoder" else \
+            np.zeros((shape[0], 1), dtype=np.int64)
+        result, _ = run_forward(loaded, RunInputs(arrays.tokens, start, "tokens", None), seed=seed)
+        return replace(result, notes=[*loaded.notes, *result.notes])
 
     @in_api_terms
     def generate(self, text: str | None = None, *, tokens: str | None = None,

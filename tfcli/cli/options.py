@@ -38,8 +38,10 @@ LayersOpt = Annotated[
 WeightsOpt = Annotated[
     str | None,
     typer.Option("--weights", metavar="DIR", help="Tensors from this Hugging Face model directory "
-                 "(safetensors), the architecture from SPEC: an edited spec over a checkpoint's "
-                 "weights. To take both from DIR, give DIR as SPEC."),
+                 "(safetensors) or GGUF file, the architecture from SPEC: an edited spec over a "
+                 "checkpoint's weights. To take both from DIR, give DIR as SPEC. A FILE.npz "
+                 "holds your own arrays by engine path (decoder.blocks.0.attn.wq, x @ W; "
+                 "blocks.* for every block) over the spec's random draw."),
 ]
 
 

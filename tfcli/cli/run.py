@@ -50,6 +50,7 @@ def run_cmd(
     dtype: DtypeOpt = "float32",
     seed: SeedOpt = 0,
     save_npz: Annotated[str | None, typer.Option(metavar="FILE.npz", help="Write tokens, hidden states and logits to FILE.npz.")] = None,
+    inputs: Annotated[str | None, typer.Option("--inputs", metavar="FILE.npz", help="The input from an .npz file: tokens (B, N) ids, or embeddings (B, N, d_model) fed straight into block 0 (as a lesson's X).")] = None,
     truncate: Annotated[bool, typer.Option("--truncate", help="Cut a --text / --target longer than the model takes (keeps its start) instead of refusing it.")] = False,
     pool: Annotated[PoolChoice | None, typer.Option("--pool", help="Sentence embedding: mean over the real tokens (the default for encoders, as sentence-transformers), cls (the first token), last (the last real token), none.")] = None,
     normalize: Annotated[bool, typer.Option("--normalize", help="L2-normalise the sentence embedding.")] = False,
@@ -66,7 +67,8 @@ def run_cmd(
         [*(text_args or []), *(text or [])] or None,  # TEXT... and --text: one list
         tokens=tokens, target=target, batch=batch, seq_len=seq_len, weights=weights,
         dtype=dtype.value, seed=seed, save_npz=save_npz, truncate=truncate,
-        pool=None if pool is None else pool.value, normalize=normalize, progress=True)
+        pool=None if pool is None else pool.value, normalize=normalize, progress=True,
+        inputs=inputs)
     emit(result, fmt, lambda: render_run(result))
 
 

@@ -46,15 +46,17 @@ def pooler_activation(spec: Spec) -> Callable[[Array], Array]:
     return np.tanh if spec.pooler_activation == "tanh" else activation_fn(spec.pooler_activation)
 
 
-def last_real_token(spec: Spec, tokens: Array, mask: Array | None) -> Array:
+def last_real_token(spec: Spec, tokens: Array | None, mask: Array | None,
+                    shape: tuple[int, int] | None = None) -> Array:
     """Each row's last real position (B,): with pad_token_id, transformers' rule - the rightmost
     token that is not the pad id (left or right padding; a row of pads reads position 0) -
     among the positions the attention mask keeps (a batch tfcli padded itself may pad with
-    another id); without one, the last position the mask keeps (the last without a mask)."""
-    B, T = tokens.shape
+    another id); without one, the last position the mask keeps (the last without a mask).
+    Without tokens (embeddings given instead), the mask's rule over `shape` (B, T)."""
+    B, T = tokens.shape if tokens is not None else shape  # type: ignore[misc]
     positions = np.arange(T)
     keep = np.ones((B, T), bool) if mask is None else mask.astype(bool)
-    if spec.pad_token_id is not None:
+    if spec.pad_token_id is not None and tokens is not None:
         keep = keep & (tokens != spec.pad_token_id)  # (B, T)
     elif mask is None:
         return np.full(B, T - 1)
@@ -70,7 +72,7 @@ def mean_over_real(hidden: Array, mask: Array | None) -> Array:
     return (hidden * keep).sum(axis=1) / keep.sum(axis=1)  # (B, d)
 
 
-def classifier_input(spec: Spec, hidden: Array, pooled: Array | None, tokens: Array,
+def classifier_input(spec: Spec, hidden: Array, pooled: Array | None, tokens: Array | None,
                      mask: Array | None, probe: Probe) -> Array:
     """What the classifier reads: every token (B, T, d) for token_classification; for
     sequence_classification (B, d), the pooler's output, else a decoder's last real token,
@@ -82,7 +84,8 @@ def classifier_input(spec: Spec, hidden: Array, pooled: Array | None, tokens: Ar
     if spec.family == "decoder":
         if is_shaped(hidden):  # which token is each row's last real one is data
             return hidden[:, -1]  # (B, d)
-        return hidden[np.arange(hidden.shape[0]), last_real_token(spec, tokens, mask)]
+        last = last_real_token(spec, tokens, mask, hidden.shape[:2])  # (B,)
+        return hidden[np.arange(hidden.shape[0]), last]
     if spec.classifier_pooling == "mean":
         mean = mean_over_real(hidden, mask)
         probe("mean_pool", mean.shape, (hidden,))

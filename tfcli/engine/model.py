@@ -314,7 +314,7 @@ def _head_logits(spec: Spec, weights: Weights, hidden: Array) -> Array:
 
 
 def _heads(spec: Spec, weights: Weights, hidden: Array, probe: Probe,
-           tokens: Array, mask: Array | None) -> tuple[Array | None, Array | None, Array | None]:
+           tokens: Array | None, mask: Array | None) -> tuple[Array | None, Array | None, Array | None]:
     """(vocabulary logits, pooled, classification scores) of the last stack's output; `tokens`
     and `mask` are that stack's input (a decoder's classifier finds each row's last token)."""
     logits = pooled = scores = None
@@ -444,3 +444,40 @@ def forward(spec: Spec, weights: Weights, tokens: Array | ModelInput,
         logits, pooled, scores = _heads(spec, weights, hidden, probe, given.tokens,
                                         given.attention_mask)
         return ForwardOutput(hidden, logits, None, pooled, scores)
+
+
+def _as_embeddings(spec: Spec, embeddings: Array) -> Array:
+    embeddings = np.asarray(embeddings)
+    if (embeddings.ndim != 3 or 0 in embeddings.shape or embeddings.shape[-1] != spec.d_model
+            or not np.issubdtype(embeddings.dtype, np.floating)):
+        raise BadInputError(f"embeddings must be a non-empty (batch, length, {spec.d_model}) "
+                            f"float array for {spec.name} (d_model {spec.d_model}), got shape "
+                            f"{embeddings.shape} of {embeddings.dtype}")
+    if spec.family == "encoder-decoder":
+        raise BadInputError(f"{spec.name} is an encoder-decoder: embeddings in place of tokens "
+                            "are taken by decoder and encoder specs only")
+    return embeddings
+
+
+def forward_embeddings(spec: Spec, weights: Weights, embeddings: Array,
+                       attention_mask: Array | None = None,
+                       observe: Observer | None = None) -> ForwardOutput:
+    """Run the model from its first block's input: `embeddings` (B, T, d_model) in place of
+    embed()'s output (transformers' inputs_embeds after the whole embedding layer; the lessons'
+    X, fed straight into the blocks), positions 0..T-1. Decoder and encoder specs."""
+    x = _as_embeddings(spec, embeddings)
+    mask = _as_mask(attention_mask, x[..., 0], "attention_mask")
+    probe = probe_for(observe)
+    causal = spec.family == "decoder"
+    positions = default_positions(1, x.shape[1])
+    inputs = StackInput(causal, positions, positions, 0, mask)
+    with blas_threads(1):
+        stack = weights.decoder if causal else weights.encoder
+        hidden = forward_hidden(spec, stack, np.array(x, dtype=_weights_dtype(weights)), inputs,
+                                None, probe)  # (B, T, d): a copy, the residual adds into it
+        logits, pooled, scores = _heads(spec, weights, hidden, probe, None, mask)
+        return ForwardOutput(hidden, logits, None, pooled, scores)
+
+
+def _weights_dtype(weights: Weights) -> np.dtype:
+    return weights.token_embedding.dtype

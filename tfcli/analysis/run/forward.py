@@ -418,3 +418,46 @@ def save_npz(path: str, inputs: RunInputs, out: ForwardOutput,
     if embedding is not None:
         arrays["embedding"] = np.array(embedding.vectors)  # (B, d) float64
     write_atomically(path, "--save-npz", lambda handle: np.savez(handle, **arrays))
+
+
+# --- a learner's embeddings (--inputs FILE.npz holding `embeddings`) ------------------------------
+
+
+def _stack_flops(spec: Spec, batch: int, length: int) -> int:
+    """The trace's FLOPs of the blocks and heads alone: what a run from embeddings computes."""
+    from tfcli.analysis.trace.build import build_trace
+
+    rows = build_trace(spec, batch=batch, seq_len=length).rows
+    return sum(r.flops for r in rows if r.path != "embed")
+
+
+def run_embeddings(model: Model, embeddings: Array, notes: Sequence[str] = ()) -> RunResult:
+    """One forward pass from the first block's input (B, N, d_model), as the lessons feed X
+    straight into the blocks: hidden-state norms per position, logits, timing; no tokens, so
+    no loss."""
+    from tfcli.engine.model import forward_embeddings
+
+    spec = model.spec
+    start = time.perf_counter()
+    with quiet_numerics():
+        out = forward_embeddings(spec, model.weights, embeddings)
+    seconds = time.perf_counter() - start
+    if not all(np.isfinite(a).all() for a in (out.hidden, out.logits) if a is not None):
+        raise BadInputError(f"the forward pass of {spec.name} from the given embeddings is not "
+                            f"finite in {model.dtype}: try --dtype float64")
+    logits = out.logits
+    batch, length = embeddings.shape[:2]
+    return RunResult(
+        spec_name=spec.name, family=spec.family, origin=model.origin, dtype=model.dtype,
+        input_kind="embeddings", tokens=[], decoder_tokens=None,
+        hidden_norms=_norms(out.hidden), encoder_norms=None,
+        logits_shape=None if logits is None else list(logits.shape),
+        logits_stats=None if logits is None else {
+            "mean": float(logits.mean(dtype=np.float64)), "std": float(logits.std(dtype=np.float64)),
+            "min": float(logits.min()), "max": float(logits.max())},
+        top_next=None if logits is None or spec.family == "encoder" else _top_next(logits, None),
+        loss=None, loss_kind=None, seconds=seconds, flops=_stack_flops(spec, batch, length),
+        notes=[*notes, f"input: embeddings {tuple(embeddings.shape)} fed to block 0 (no "
+                       "embedding layer, no loss: there are no tokens)"],
+        scores=head_scores(spec, out, None),
+    )
