@@ -250,7 +250,14 @@ def _smollm2(folder: Path) -> None:
     fetch_smollm2(folder)
 
 
-FILES = {"my-model.yaml": _typo_spec, "bomb.yaml": _yaml_bomb, "tiny-llama": _tiny_llama,
+def _lesson_arrays(folder: Path) -> None:
+    """The lesson's "Check it on arrays" arrays, saved as docs/lessons.md shows."""
+    from tests.checkpoints.test_npz import _lesson
+
+    _lesson(folder)
+
+
+FILES = {"W.npz": _lesson_arrays, "my-model.yaml": _typo_spec, "bomb.yaml": _yaml_bomb, "tiny-llama": _tiny_llama,
          "all-MiniLM-L6-v2": _minilm, "SmolLM2-135M-Instruct.Q4_1.gguf": _smollm2}
 
 
