@@ -21,6 +21,7 @@ TESTS = Path(__file__).parent
 # relative to tests/, with the time each took on the 2-core machine: each folder keeps its other
 # modules in the fast set
 SLOW: dict[str, str] = {
+    "analysis/depth/test_gradients.py": "30 s: finite differences in every parameter",
     "checkpoints/test_hub_faults.py": "130 s: a local Hub server dripping and cutting bodies",
     "checkpoints/test_hub.py": "8 s",
     "checkpoints/test_heads.py": "4 s",

@@ -436,10 +436,11 @@ def depth_sweep(spec: str | Model | None = None, *,
                 weight_scale: float | None = None, d_model: int | None = None,
                 n_heads: int | None = None, n_kv_heads: int | None = None,
                 d_ff: int | None = None, directions: int = 3, plot: str | None = None,
-                progress: bool = False) -> DepthSweepResult:
+                progress: bool = False, gradients: bool = False) -> DepthSweepResult:
     """One block (or sublayer, or `linear`: LayerNorm then a random d x d matrix) stacked to
     each of `depths`, in each of `variants` (pre, post, plain, residual-no-norm): output norms,
-    Jacobian gain and rank collapse. `spec` defaults to lesson-tiny (none for linear)."""
+    Jacobian gain and rank collapse; with `gradients`, a backward pass through the deepest
+    stack and each layer's gradient norms. `spec` defaults to lesson-tiny (none for linear)."""
     from tfcli.analysis.depth.sweep import DepthSweepOptions, check_depth_sweep, run_depth_sweep
     from tfcli.core.intlist import parse_int_list
     from tfcli.render.depth import check_png_possible, write_png
@@ -452,7 +453,7 @@ def depth_sweep(spec: str | Model | None = None, *,
         else tuple(depths),
         variants=_names(variants), sublayer=sublayer, seq_len=seq_len, batch=batch, seed=seed,
         dtype=dtype, share_weights=share_weights, weight_scale=weight_scale,
-        overrides=overrides, n_directions=directions)
+        overrides=overrides, n_directions=directions, gradients=gradients)
     if spec is None and sublayer != "linear":
         spec = SWEEP_SPEC
     model_spec = None if spec is None else (spec if isinstance(spec, Model) else load(spec)).spec

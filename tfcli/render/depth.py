@@ -16,6 +16,7 @@ from rich import box
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.text import Text
 
+from tfcli.analysis.depth.gradients import GradientReport
 from tfcli.analysis.depth.result import (
     COLLAPSE_BELOW, EXPLOSION_ABOVE, RANK_COLLAPSE_ABOVE, DepthPoint, DepthSweepResult,
 )
@@ -46,7 +47,37 @@ def render_depth_sweep(result: DepthSweepResult, *, chart: bool = True, chart_wi
     parts: list[RenderableType] = [depth_table(result), Text(""), plain(result.verdict)]
     if chart:
         parts += [Text(""), _FittedChart(result, chart_width, chart_height)]
+    if result.gradients is not None:
+        parts += [Text(""), gradient_table(result.gradients), Text(""),
+                  plain(result.gradients.verdict)]
     return Group(*parts)
+
+
+def _listed_layers(depth: int) -> list[int]:
+    """Layers 1, 2, 4, ... and the last: the rows of the gradient table (all in the JSON)."""
+    rows = [1 << i for i in range(depth.bit_length()) if 1 << i <= depth]
+    return rows if rows[-1] == depth else [*rows, depth]
+
+
+def gradient_table(report: GradientReport) -> FitTable:
+    """Per layer and variant: the gradient norms at the layer's input and over its weights."""
+    table = FitTable(title=f"gradients through depth {report.depth} — {report.loss}",
+                     caption=Text("dx: ||dL/dx_l|| at layer l's input. dW: ||dL/dW_l|| over the "
+                                  "layer's parameters. Layer 1 is nearest the input (every layer: "
+                                  "--format json).", style="dim"),
+                     box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
+    table.add_column("layer", justify="right", style="bold", number=True)
+    for i, series in enumerate(report.series):
+        style = GROUP_HEADER_STYLES[i % len(GROUP_HEADER_STYLES)]
+        table.add_column(Text(f"{series.variant}\ndx", style=style), justify="right", number=True)
+        table.add_column(Text("\ndW", style=style), justify="right", number=True)
+    for layer in _listed_layers(report.depth):
+        cells = [str(layer)]
+        for series in report.series:
+            row = series.layers[layer - 1]
+            cells += [_g(row.input_grad, 4), _g(row.weight_grad, 4)]
+        table.add_row(*cells)
+    return table
 
 
 @dataclass(frozen=True)

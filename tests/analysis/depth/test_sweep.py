@@ -332,7 +332,7 @@ TOP_LEVEL = {
     "batch": int, "seed": int, "dtype": str, "share_weights": bool,
     "weight_scale": (float, type(None)), "init_std": (float, type(None)), "n_directions": int,
     "fd_step": float, "overrides": dict, "depths": list, "input_norm": float, "thresholds": dict,
-    "variants": list, "points": list, "verdict": str,
+    "variants": list, "points": list, "verdict": str, "gradients": (dict, type(None)),
 }
 POINT = {
     "depth": int, "variant": str, "status": str, "norm_mean": (float, type(None)),

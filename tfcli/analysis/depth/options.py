@@ -27,3 +27,4 @@ class DepthSweepOptions:
     n_directions: int = 3  # --directions: random directions averaged for the gain
     fd_step: float | None = None  # --fd-step: relative step h/||x||; default eps^(1/3) of dtype
     causal: bool | None = None  # None: causal iff the spec is a decoder
+    gradients: bool = False  # --gradients: a backward pass through the deepest stack

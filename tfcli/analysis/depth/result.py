@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tfcli.analysis.depth.gradients import GradientReport
 
 # A point is flagged when its numbers cross these (renderers colour by the flags, never by
 # comparing numbers themselves).
@@ -73,6 +76,9 @@ class DepthSweepResult:
     points: [{depth: int, variant: str, status: str, norm_mean, norm_min, norm_max,
               norm_ratio, gain, cosine: float | null, flags: [str]}]   (depth-major)
     verdict: str
+    gradients: null, or with --gradients {depth: int, loss: str, citation: str, verdict: str,
+               series: [{variant: str, loss: float | null, layers: [{layer: int,
+               input_grad: float | null, weight_grad: float | null}]}]}
     """
 
     spec_name: str | None
@@ -94,6 +100,7 @@ class DepthSweepResult:
     points: tuple[DepthPoint, ...]
     verdict: str
     overrides: dict[str, Any] = field(default_factory=dict)
+    gradients: GradientReport | None = None  # --gradients
 
     @property
     def variant_names(self) -> tuple[str, ...]:
@@ -128,6 +135,7 @@ class DepthSweepResult:
                          for v in self.variants],
             "points": [p.to_dict() for p in self.points],
             "verdict": self.verdict,
+            "gradients": None if self.gradients is None else self.gradients.to_dict(),
         }
 
     def csv_rows(self) -> tuple[list[str], list[list[object]]]:

@@ -38,12 +38,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
+from tfcli.analysis.depth.gradients import check_gradients, gradient_report
 from tfcli.analysis.depth.options import DepthSweepOptions
 from tfcli.analysis.depth.result import DepthPoint, DepthSweepResult, VariantSummary, flags_for
 from tfcli.analysis.depth.stack import (
@@ -82,9 +83,16 @@ def run_depth_sweep(
     spec = _apply_overrides(spec, options)
     check_sweep_size(spec, options)
     setup = _Setup.build(spec, options)
+    if options.gradients:
+        check_gradients(spec, options, setup.d_model, setup.dtype.itemsize)
     with np.errstate(all="ignore"):  # overflow and NaN are measured, never raised
         record, input_norm = _sweep(spec, setup, options, progress)
-    return _result(spec, options, setup, record, input_norm)
+    result = _result(spec, options, setup, record, input_norm)
+    if not options.gradients:
+        return result
+    report = gradient_report(spec, options, setup.d_model, setup.dtype, setup.causal,
+                             setup.weight_scale, setup.norm_eps)
+    return replace(result, gradients=report)
 
 
 # --- checking and resolving options ----------------------------------------------------------
@@ -94,7 +102,11 @@ def check_depth_sweep(spec: Spec | None, options: DepthSweepOptions) -> None:
     """Raise what run_depth_sweep would refuse, before any work (and before a progress bar):
     bad options, and a sweep whose memory or work is past the limits (see sweep_size)."""
     _check_options(options)
-    check_sweep_size(_apply_overrides(spec, options), options)
+    resolved = _apply_overrides(spec, options)
+    check_sweep_size(resolved, options)
+    if options.gradients:
+        setup = _Setup.build(resolved, options)
+        check_gradients(resolved, options, setup.d_model, setup.dtype.itemsize)
 
 
 def check_sweep_size(spec: Spec | None, options: DepthSweepOptions,
