@@ -50,7 +50,22 @@ def render_depth_sweep(result: DepthSweepResult, *, chart: bool = True, chart_wi
     if result.gradients is not None:
         parts += [Text(""), gradient_table(result.gradients), Text(""),
                   plain(result.gradients.verdict)]
+        if chart:
+            parts += [Text(""), _FittedGradientChart(result.gradients, chart_width, chart_height)]
     return Group(*parts)
+
+
+@dataclass(frozen=True)
+class _FittedGradientChart:
+    """The gradient chart (gradient_chart), no wider than the console."""
+
+    report: GradientReport
+    width: int
+    height: int
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text.from_ansi(gradient_chart(self.report, min(self.width, options.max_width),
+                                            self.height))
 
 
 def _listed_layers(depth: int) -> list[int]:
@@ -216,6 +231,37 @@ def terminal_chart(result: DepthSweepResult, width: int = 80, height: int = 20,
     return chart_text(drawn, width, height, colorless) + "\n\n" + chart_legend(chart)
 
 
+GRADIENT_CHART_TITLE = "||dL/dW|| per layer at initialisation (log)"
+
+
+def _gradient_lines(report: GradientReport) -> list[tuple[str, list[float], list[float]]]:
+    """(variant, layers, log10 weight-gradient norms) over the layers with a finite one."""
+    out = []
+    for series in report.series:
+        rows = [r for r in series.layers if math.isfinite(r.weight_grad) and r.weight_grad > 0]
+        out.append((series.variant, [float(r.layer) for r in rows],
+                    [math.log10(r.weight_grad) for r in rows]))
+    return out
+
+
+def gradient_chart(report: GradientReport, width: int = 80, height: int = 20,
+                   colorless: bool = False) -> str:
+    """Each variant's weight-gradient norm against the layer, log scale, as terminal text."""
+    lines = [line for line in _gradient_lines(report) if line[1]]
+    ups = [y for _, _, ys in lines for y in ys] or [0.0]
+    low, high = math.floor(min(ups)), max(math.ceil(max(ups)), math.floor(min(ups)) + 1)
+    powers = list(range(low, high + 1))
+    labels = [f"{10.0**k:g}" if abs(k) <= 2 else f"1e{k}" for k in powers]
+    layers = _listed_layers(report.depth)
+    markers = [CHART_MARKERS[i % len(CHART_MARKERS)] for i in range(len(lines))]
+    drawn = LineChart(GRADIENT_CHART_TITLE, "layer (1 = nearest the input)",
+                      [(xs, ys, m) for (_, xs, ys), m in zip(lines, markers)],
+                      ([float(n) for n in layers], [str(n) for n in layers]),
+                      ([float(k) for k in powers], labels), (float(low), float(high)))
+    legend = "    " + "   ".join(f"{m} {name}" for (name, _, _), m in zip(lines, markers))
+    return chart_text(drawn, width, height, colorless) + "\n\n" + legend
+
+
 def _markers(chart: _Chart) -> list[str]:
     return [CHART_MARKERS[i % len(CHART_MARKERS)] for i in range(len(chart.lines))]
 
@@ -256,8 +302,10 @@ def write_png(result: DepthSweepResult, path: str | os.PathLike[str]) -> None:
 
 
 def _draw(result: DepthSweepResult, figure: Any, path: Path) -> None:
-    fig = figure(figsize=(7.5, 4.5), dpi=120, layout="constrained")
-    ax = fig.add_subplot()
+    panels = 1 if result.gradients is None else 2  # --gradients: their panel under the norms
+    fig = figure(figsize=(7.5, 4.5 * panels), dpi=120, layout="constrained")
+    axes = fig.subplots(panels, 1, squeeze=False)[:, 0]
+    ax = axes[0]
     series = _series(result)
     for label, depths, ratios in series:
         ax.plot(depths, ratios, marker="o", label=label)
@@ -273,7 +321,23 @@ def _draw(result: DepthSweepResult, figure: Any, path: Path) -> None:
     ax.set_title(for_matplotlib(f"{result.spec_name or 'linear'} — {CHART_TITLE}"))
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
+    if result.gradients is not None:
+        _draw_gradients(result.gradients, axes[1])
     _save_atomically(fig, path)
+
+
+def _draw_gradients(report: GradientReport, ax: Any) -> None:
+    """The second panel: each variant's weight-gradient norm by layer."""
+    for series in report.series:
+        rows = [r for r in series.layers if math.isfinite(r.weight_grad) and r.weight_grad > 0]
+        ax.plot([r.layer for r in rows], [r.weight_grad for r in rows], marker=".",
+                label=series.variant)
+    ax.set_yscale("log")
+    ax.set_xlabel("layer (1 = nearest the input)")
+    ax.set_ylabel("||dL/dW||")
+    ax.set_title(for_matplotlib(GRADIENT_CHART_TITLE))
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
 
 
 def _save_atomically(fig: Any, path: Path) -> None:

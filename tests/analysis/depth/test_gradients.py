@@ -270,3 +270,15 @@ def test_what_the_backward_pass_does_not_cover_is_refused_by_name(runner) -> Non
     long = runner.invoke(app, ["depth-sweep", "gpt2", "--depths", "64", "--seq-len", "512",
                                "--gradients"])
     assert long.exit_code == 2 and "--gradients would keep" in long.stderr
+
+
+def test_the_chart_and_the_plot_show_the_gradients(runner, tmp_path) -> None:
+    png = tmp_path / "g.png"
+    result = runner.invoke(app, ["depth-sweep", "--depths", "1,8", "--gradients", "--plot",
+                                 str(png)], env={"COLUMNS": "100", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.stderr
+    assert "||dL/dW|| per layer at initialisation" in result.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    from matplotlib import image
+
+    assert image.imread(png).shape[0] > image.imread(png).shape[1]  # two panels, one above
