@@ -147,3 +147,17 @@ def test_shaped_weights_hold_every_parameter(variant: str) -> None:
 
     walk(weights)
     assert sum(seen.values()) == total_parameters(spec)
+
+
+@pytest.mark.parametrize("field", ["d_model", "d_head"])
+@pytest.mark.parametrize("base", ["lesson-tiny", "llama-3.1-8b", "gpt2"])
+def test_a_trace_of_hostile_widths_allocates_nothing(base: str, field: str) -> None:
+    # RoPE's frequency table (llama3 scaling), sinusoids or learned rows, attention's output
+    # buffer: every array the forward makes is as wide as the spec says, so on shapes none may
+    # be a real one (np.empty(like=) itself refuses 2^63 before it dispatches)
+    from tfcli.analysis.trace.build import build_trace
+    from tfcli.sources import load_spec
+
+    spec = load_spec(base).replace(**{field: 3 * 2**60}).with_layers(2)  # 12 | 3 * 2^60
+    report = build_trace(spec, seq_len=4)
+    assert report.total_params == total_parameters(spec)

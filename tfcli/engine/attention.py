@@ -17,7 +17,7 @@ from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
 from tfcli.engine.ops import apply_norm, softcap_, softmax_
 from tfcli.engine.parallel import linear, linear_split, parallel_for, split
 from tfcli.engine.positions import apply_rope, rope_tables
-from tfcli.engine.shaped import is_shaped
+from tfcli.engine.shaped import empty, is_shaped
 from tfcli.engine.weights import AttentionWeights
 from tfcli.spec.model import Spec
 
@@ -157,8 +157,7 @@ def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMa
     batch, n_heads, length, d_head = q.shape
     n_kv, n_keys, d_value = k.shape[1], k.shape[2], v.shape[3]  # d_value: dh, or MLA's dv
     group = n_heads // n_kv
-    out = np.empty((batch, length, n_heads, d_value), dtype=np.result_type(q, v),
-                   like=q)  # (B, T, H, dv)
+    out = empty((batch, length, n_heads, d_value), np.result_type(q, v), q)  # (B, T, H, dv)
     keys_t = k.swapaxes(-1, -2)  # (B, Hkv, dh, S), a view
     causal_offset, window = mask.causal_offset, mask.window
 

@@ -19,6 +19,7 @@ from tfcli.engine.attention import ScoreMask, attend, split_heads
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
 from tfcli.engine.ops import apply_norm
 from tfcli.engine.parallel import linear, linear_split
+from tfcli.engine.shaped import zeros
 from tfcli.engine.weights import AttentionWeights, StackWeights
 from tfcli.spec.model import Spec
 from tfcli.spec.disentangled import relative_max, relative_span
@@ -99,7 +100,7 @@ def position_scores(spec: Spec, w: AttentionWeights, qk: tuple[Array, Array],
         projection = (w.wq, w.bq) if shared else (w.wpos_q, w.bpos_q)
         pos_q = _position_heads(spec, table, *projection)  # (1, H, R, dh)
         probe("pos_query_proj", pos_q.shape[1:], (table,), projection)
-    bias = np.zeros((q.shape[0], spec.n_heads, q.shape[2], k.shape[2]), dtype=q.dtype, like=q)
+    bias = zeros((q.shape[0], spec.n_heads, q.shape[2], k.shape[2]), q.dtype, q)
     if pos_k is not None:
         bias += _c2p(q, pos_k, np.clip(rel + span, 0, 2 * span - 1))
         probe("c2p", bias.shape, (q, pos_k.shape[1:]))

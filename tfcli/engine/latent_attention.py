@@ -23,6 +23,7 @@ from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
 from tfcli.engine.ops import apply_norm
 from tfcli.engine.parallel import linear
 from tfcli.engine.positions import apply_rope, rope_tables
+from tfcli.engine.shaped import empty
 from tfcli.engine.weights import LatentAttentionWeights, NormWeights
 from tfcli.spec.model import Spec
 
@@ -61,7 +62,7 @@ def _expand(spec: Spec, w: LatentAttentionWeights, latent: Array,
     (B, 1, S, r) and the shared rotated key (B, 1, S, dr)."""
     dn = spec.qk_nope_head_dim or 0
     kv = split_heads(linear(latent[:, 0], w.wkv_b), spec.n_heads)  # (B, S, r) -> (B, H, S, dn+dv)
-    keys = np.empty((*kv.shape[:3], spec.head_dim), dtype=kv.dtype, like=kv)  # (B, H, S, dn + dr)
+    keys = empty((*kv.shape[:3], spec.head_dim), kv.dtype, kv)  # (B, H, S, dn + dr)
     keys[..., :dn] = kv[..., :dn]
     keys[..., dn:] = k_rope  # (B, 1, S, dr) broadcast over the heads
     return keys, kv[..., dn:]  # values: (B, H, S, dv), a view

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from tfcli.core.arrays import Array
-from tfcli.engine.shaped import is_shaped
+from tfcli.engine.shaped import empty, is_shaped
 from tfcli.spec.rope import RopeScaling
 
 
@@ -27,9 +27,10 @@ def sinusoidal(positions: Array, d_model: int, dtype: np.dtype) -> Array:
 
     positions (B, T) int -> (B, T, d_model). An odd d_model drops the last cosine column.
     """
-    inv_freq = 10000.0 ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)  # (ceil d/2,)
+    inv_freq = 10000.0 ** (-np.arange(0, d_model, 2, dtype=np.float64, like=positions)
+                           / d_model)  # (ceil d/2,)
     angles = positions[..., None].astype(np.float64) * inv_freq  # (B, T, ceil(d/2))
-    table = np.empty((*positions.shape, d_model), dtype=np.float64, like=positions)  # (B, T, d)
+    table = empty((*positions.shape, d_model), np.float64, positions)  # (B, T, d)
     table[..., 0::2] = np.sin(angles)
     table[..., 1::2] = np.cos(angles[..., : d_model // 2])
     return table.astype(dtype, copy=False)
@@ -47,7 +48,8 @@ def rope_tables(
     or at 2i and 2i + 1 when `interleaved` (GPT-J). A scaling's attention factor multiplies
     both cos and sin.
     """
-    inv_freq = theta ** (-np.arange(0, d_head, 2, dtype=np.float64) / d_head)  # (d/2,)
+    inv_freq = theta ** (-np.arange(0, d_head, 2, dtype=np.float64, like=positions)
+                         / d_head)  # (d/2,)
     factor = 1.0
     if scaling is not None:
         seq_len = _largest_position(positions) + 1  # as transformers: one table for all
@@ -123,7 +125,8 @@ def rope_yarn(inv_freq: Array, scaling: RopeScaling, theta: float,
     low, high = max(low, 0), min(high, dim - 1)
     if low == high:
         high += 0.001  # as transformers: no zero-width ramp
-    ramp = np.clip((np.arange(dim // 2, dtype=np.float64) - low) / (high - low), 0, 1)  # (d/2,)
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float64, like=inv_freq) - low) / (high - low),
+                   0, 1)  # (d/2,)
     return inv_freq / factor * ramp + inv_freq * (1 - ramp), float(attention)
 
 
@@ -134,7 +137,7 @@ def rope_dynamic(inv_freq: Array, scaling: RopeScaling, theta: float,
     original, dim = scaling.original_max_seq_len or 1, 2 * inv_freq.shape[0]
     length = max(seq_len, original)
     base = theta * (scaling.factor * length / original - (scaling.factor - 1)) ** (dim / (dim - 2))
-    return base ** (-np.arange(0, dim, 2, dtype=np.float64) / dim), 1.0
+    return base ** (-np.arange(0, dim, 2, dtype=np.float64, like=inv_freq) / dim), 1.0
 
 
 def rope_longrope(inv_freq: Array, scaling: RopeScaling, theta: float,

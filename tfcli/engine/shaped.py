@@ -160,6 +160,18 @@ def is_shaped(x: object) -> bool:
     return type(x) is Shaped
 
 
+def empty(shape: tuple[int, ...], dtype: Any, like: object) -> Any:
+    """np.empty(shape, dtype), or a Shaped when `like` is one. Not np.empty(like=): NumPy
+    checks the shape against its own limits before dispatching, and a shape-only array may be
+    as large as a spec says (a hostile d_model of 2^63)."""
+    return Shaped(shape, dtype) if type(like) is Shaped else np.empty(shape, dtype=dtype)
+
+
+def zeros(shape: tuple[int, ...], dtype: Any, like: object) -> Any:
+    """np.zeros(shape, dtype), or a Shaped when `like` is one (see empty)."""
+    return Shaped(shape, dtype) if type(like) is Shaped else np.zeros(shape, dtype=dtype)
+
+
 # --- shapes of NumPy's operations -----------------------------------------------------------------
 
 
@@ -294,7 +306,7 @@ def _indexed(shape: Shape, key: object) -> Shape:
         if axis >= len(shape):
             raise IndexError(f"too many indices for an array of shape {shape}")
         if isinstance(k, slice):
-            out.append(len(range(*k.indices(shape[axis]))))
+            out.append(_span(*k.indices(shape[axis])))
         elif _is_advanced(k):
             places.append(len(out))
             advanced.append(_shape(k) if not isinstance(k, list) else np.shape(k))
@@ -346,7 +358,16 @@ def _where(condition: Any, x: Any, y: Any) -> Shaped:
 
 
 def _arange(*args: Any, dtype: Any = None, **_: object) -> Shaped:
-    return Shaped((len(range(*(int(a) for a in args))),), _INDEX if dtype is None else dtype)
+    start, stop, step = (0, int(args[0]), 1) if len(args) == 1 else (
+        int(args[0]), int(args[1]), int(args[2]) if len(args) > 2 else 1)
+    return Shaped((_span(start, stop, step),), _INDEX if dtype is None else dtype)
+
+
+def _span(start: int, stop: int, step: int) -> int:
+    """len(range(start, stop, step)) for any size (len() stops at 2^63)."""
+    if step > 0:
+        return max(0, (stop - start + step - 1) // step)
+    return max(0, (start - stop - step - 1) // -step)
 
 
 def _same(a: Any, *_: object, dtype: Any = None, **__: object) -> Any:
