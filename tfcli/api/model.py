@@ -436,7 +436,8 @@ def depth_sweep(spec: str | Model | None = None, *,
                 weight_scale: float | None = None, d_model: int | None = None,
                 n_heads: int | None = None, n_kv_heads: int | None = None,
                 d_ff: int | None = None, directions: int = 3, plot: str | None = None,
-                progress: bool = False, gradients: bool = False) -> DepthSweepResult:
+                progress: bool = False, gradients: bool = False,
+                weights: str | None = None) -> DepthSweepResult:
     """One block (or sublayer, or `linear`: LayerNorm then a random d x d matrix) stacked to
     each of `depths`, in each of `variants` (pre, post, plain, residual-no-norm): output norms,
     Jacobian gain and rank collapse; with `gradients`, a backward pass through the deepest
@@ -453,7 +454,7 @@ def depth_sweep(spec: str | Model | None = None, *,
         else tuple(depths),
         variants=_names(variants), sublayer=sublayer, seq_len=seq_len, batch=batch, seed=seed,
         dtype=dtype, share_weights=share_weights, weight_scale=weight_scale,
-        overrides=overrides, n_directions=directions, gradients=gradients)
+        overrides=overrides, n_directions=directions, gradients=gradients, weights=weights)
     if spec is None and sublayer != "linear":
         spec = SWEEP_SPEC
     model_spec = None if spec is None else (spec if isinstance(spec, Model) else load(spec)).spec

@@ -110,7 +110,7 @@ def _shapes(spec: Spec) -> dict[str, tuple[int, ...]]:
             for p in concrete_paths(spec, c.path)}
 
 
-def _targets(key: str, shapes: dict[str, tuple[int, ...]], spec: Spec, label: str) -> list[str]:
+def _targets(key: str, shapes: dict[str, tuple[int, ...]], owner: str, label: str) -> list[str]:
     """The concrete paths a key names: itself, or with `*` every block's (every expert's)."""
     if EVERY in key:
         pattern = key.split(".")
@@ -120,7 +120,7 @@ def _targets(key: str, shapes: dict[str, tuple[int, ...]], spec: Spec, label: st
     if not found:
         names = sorted({_generic(p) for p in shapes} | set(shapes)) if EVERY in key else \
             list(shapes)
-        raise BadInputError(f"--weights {label}: {shown(key)} is no weight of {spec.name}"
+        raise BadInputError(f"--weights {label}: {shown(key)} is no weight of {owner}"
                             f"{did_you_mean(key, names)} (keys are engine paths such as "
                             f"{next(iter(shapes))})")
     return found
@@ -144,22 +144,29 @@ def _check_array(member: Member, want: tuple[int, ...], label: str) -> None:
                             "weights must be real numbers")
 
 
-def apply_npz_weights(path: str | Path, spec: Spec, weights: Weights) -> tuple[Weights, list[str]]:
-    """`weights` (the spec's random draw) with the file's arrays written into them in place
-    (so the engine's fused layout stays as it is), and the notes: what was taken, and which
-    arrays kept the random draw. BadInputError for an unknown key (with a did-you-mean), a
-    key given twice, a wrong shape or a non-numeric dtype."""
+@dataclass(frozen=True)
+class GivenArrays:
+    """What a weights file set: each concrete path's array, and the notes saying so."""
+
+    arrays: dict[str, Array]
+    notes: tuple[str, ...]
+
+
+def read_weight_arrays(path: str | Path, shapes: dict[str, tuple[int, ...]],
+                       owner: str) -> GivenArrays:
+    """The file's arrays by the concrete paths their keys name (`*` for every index), each
+    checked against `shapes` (every path the reader takes, and its shape). BadInputError for
+    an unknown key (with a did-you-mean), a path given twice, a wrong shape or dtype."""
     label = _label(path)
-    shapes = _shapes(spec)
-    arrays = dict(named_arrays(weights))
     given: dict[str, str] = {}  # concrete path -> the key that set it
+    out: dict[str, Array] = {}
     with _open(path, "--weights") as archive:
         found = members(archive, path, "--weights")
         if not found:
             raise BadInputError(f"--weights {label} holds no arrays")
         plan = []
         for member in found:
-            targets = _targets(member.key, shapes, spec, label)
+            targets = _targets(member.key, shapes, owner, label)
             _check_array(member, shapes[targets[0]], label)
             for target in targets:
                 if target in given:
@@ -169,9 +176,19 @@ def apply_npz_weights(path: str | Path, spec: Spec, weights: Weights) -> tuple[W
             plan.append((member, targets))
         for member, targets in plan:
             value = read(archive, member, path, "--weights")
-            for target in targets:
-                arrays[target][...] = value  # cast to the run's dtype, in place
-    return weights, _notes(label, found, shapes, given)
+            out |= dict.fromkeys(targets, value)  # one array read, shared by its paths
+    return GivenArrays(out, tuple(_notes(label, found, shapes, given)))
+
+
+def apply_npz_weights(path: str | Path, spec: Spec, weights: Weights) -> tuple[Weights, list[str]]:
+    """`weights` (the spec's random draw) with the file's arrays written into them in place
+    (so the engine's fused layout stays as it is), and the notes: what was taken, and which
+    arrays kept the random draw."""
+    given = read_weight_arrays(path, _shapes(spec), spec.name)
+    arrays = dict(named_arrays(weights))
+    for target, value in given.arrays.items():
+        arrays[target][...] = value  # cast to the run's dtype, in place
+    return weights, list(given.notes)
 
 
 def _notes(label: str, found: list[Member], shapes: dict[str, tuple[int, ...]],

@@ -132,6 +132,7 @@ def depth_sweep_cmd(
     d_ff: Annotated[int | None, typer.Option(help="Override d_ff.")] = None,
     directions: Annotated[int, typer.Option(min=1, help="Random directions averaged for the Jacobian gain.")] = 3,
     plot: Annotated[str | None, typer.Option(metavar="FILE.png", help="Also write the chart to FILE.png (needs tfcli[plot]: pip install 'tfcli[plot]').")] = None,
+    weights: Annotated[str | None, typer.Option("--weights", metavar="FILE.npz", help="Your own arrays for the stacked layers, by engine path: decoder.blocks.*.attn.wq for every layer (blocks.3 for one; --sublayer linear: blocks.*.w), x @ W; the rest keeps the seed's draw.")] = None,
     gradients: Annotated[bool, typer.Option("--gradients", help="Also a backward pass through the deepest stack: each layer's gradient norms of a random-readout loss at initialisation (where post-LN's trouble is).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     fmt: FormatOpt = OutputFormat.table,
@@ -147,5 +148,5 @@ def depth_sweep_cmd(
         batch=batch, seed=seed, dtype=dtype.value, share_weights=share_weights,
         init_std=init_std, weight_scale=weight_scale, d_model=d_model, n_heads=n_heads,
         n_kv_heads=n_kv_heads, d_ff=d_ff, directions=directions, plot=plot,
-        progress=not quiet and fmt is OutputFormat.table, gradients=gradients)
+        progress=not quiet and fmt is OutputFormat.table, gradients=gradients, weights=weights)
     emit(result, fmt, lambda: render_depth_sweep(result))

@@ -282,3 +282,57 @@ def test_the_chart_and_the_plot_show_the_gradients(runner, tmp_path) -> None:
     from matplotlib import image
 
     assert image.imread(png).shape[0] > image.imread(png).shape[1]  # two panels, one above
+
+
+# --- --weights FILE.npz for the stacked layers ------------------------------------------------------
+
+
+def _lesson_norm(w: np.ndarray, depth: int) -> float:
+    """Exercise 3's residual stack with the learner's W, on the sweep's own X0 (seed 0 draws
+    its W first, then X0: the lesson's order)."""
+    rng = np.random.default_rng(0)
+    rng.normal(scale=0.3, size=(16, 16))  # the draw --weights replaces
+    x = rng.normal(size=(1, 6, 16))[0]
+    for _ in range(depth):
+        c = x - x.mean(-1, keepdims=True)
+        x = x + (c / np.sqrt((c * c).mean(-1, keepdims=True) + 1e-5)) @ w
+    return float(np.linalg.norm(x, axis=-1).mean())
+
+
+def test_depth_sweep_takes_the_learners_matrix(runner, tmp_path) -> None:
+    w = np.random.default_rng(5).normal(scale=0.2, size=(16, 16))
+    np.savez(tmp_path / "w.npz", **{"blocks.*.w": w})
+    args = ["depth-sweep", "--sublayer", "linear", "--share-weights", "--d-model", "16",
+            "--seq-len", "6", "--weight-scale", "0.3", "--depths", "20", "--seed", "0",
+            "--variants", "pre", "-f", "json"]
+    result = runner.invoke(app, [*args, "--weights", str(tmp_path / "w.npz")])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    np.testing.assert_allclose(data["points"][0]["norm_mean"], _lesson_norm(w, 20), rtol=1e-12)
+    assert data["verdict"].startswith("weights: 1 array(s) from")
+
+
+def test_depth_sweep_weights_by_engine_path_reach_every_layer(runner, tmp_path) -> None:
+    rng = np.random.default_rng(1)
+    np.savez(tmp_path / "w.npz", **{"decoder.blocks.*.attn.wq": rng.normal(size=(16, 16)),
+                                    "decoder.blocks.*.ffn.w_up": rng.normal(size=(16, 64))})
+    base = ["depth-sweep", "--depths", "4", "--gradients", "-f", "json"]
+    plain = json.loads(runner.invoke(app, base).stdout)
+    given = runner.invoke(app, [*base, "--weights", str(tmp_path / "w.npz")])
+    assert given.exit_code == 0, given.stderr
+    data = json.loads(given.stdout)
+    assert data["points"] != plain["points"] and data["gradients"] != plain["gradients"]
+    assert "kept the spec's random draw" in data["verdict"]
+
+
+@pytest.mark.parametrize(("arrays", "expected"), [
+    ({"decoder.blocks.*.attn.wqq": np.zeros((16, 16))}, "did you mean"),
+    ({"decoder.blocks.*.attn.wq": np.zeros((16, 8))}, "has shape (16, 8)"),
+    ({"decoder.blocks.9.attn.wq": np.zeros((16, 16))}, "is no weight"),  # past --depths 4
+])
+def test_bad_depth_sweep_weights_are_one_line(runner, tmp_path, arrays, expected) -> None:
+    np.savez(tmp_path / "w.npz", **arrays)
+    result = runner.invoke(app, ["depth-sweep", "--depths", "4", "--weights",
+                                 str(tmp_path / "w.npz")])
+    assert result.exit_code == 2 and expected in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr

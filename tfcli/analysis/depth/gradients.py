@@ -30,7 +30,8 @@ import numpy as np
 
 from tfcli.analysis.depth.backward import FFN, Attention, Grads, Norm, check_covered
 from tfcli.analysis.depth.options import DepthSweepOptions
-from tfcli.analysis.depth.stack import Float32Initializer, t5_position_bias
+from tfcli.analysis.depth.stack import (Float32Initializer, Given, given_into, sweep_stack,
+                                        t5_position_bias)
 from tfcli.core.arrays import Array
 from tfcli.core.errors import BadInputError
 from tfcli.spec.model import Spec
@@ -62,24 +63,31 @@ Part = tuple[Norm, Body]  # one sublayer
 
 
 def _spec_parts(spec: Spec, sublayer: str, rng: np.random.Generator, dtype: np.dtype,
-                causal: bool, bias: Array | None) -> tuple[Part, ...]:
+                causal: bool, bias: Array | None, at: str,
+                given: Given | None) -> tuple[Part, ...]:
     """The spec's attention and / or FFN with their norms, drawn as the forward sweep draws
-    them (stack.spec_builder: norm, attention, norm, FFN)."""
+    them (stack.spec_builder: norm, attention, norm, FFN), --weights' arrays at `at` over them."""
     init = Float32Initializer(spec, rng, dtype)
     parts: list[Part] = []
     norm = lambda w: Norm(spec.norm, w, spec.norm_eps, spec.norm_unit_offset)  # noqa: E731
     if sublayer in ("block", "attention"):
         norm_w, attn_w = init.norm(), init.part("attn")
+        given_into(norm_w, f"{at}.attn_norm", given, dtype)
+        given_into(attn_w, f"{at}.attn", given, dtype)
         parts.append((norm(norm_w), Attention(spec, attn_w, causal, bias)))  # type: ignore[arg-type]
     if sublayer in ("block", "ffn"):
         norm_w, ffn_w = init.norm(), init.part("ffn")
+        given_into(norm_w, f"{at}.ffn_norm", given, dtype)
+        given_into(ffn_w, f"{at}.ffn", given, dtype)
         parts.append((norm(norm_w), FFN(spec, ffn_w)))  # type: ignore[arg-type]
     return tuple(parts)
 
 
 def _linear_parts(rng: np.random.Generator, d_model: int, scale: float, eps: float,
-                  dtype: np.dtype) -> tuple[Part, ...]:
+                  dtype: np.dtype, index: int, given: Given | None) -> tuple[Part, ...]:
     w = rng.normal(scale=scale, size=(d_model, d_model)).astype(dtype)  # (d, d)
+    if given and f"blocks.{index}.w" in given:
+        w = given[f"blocks.{index}.w"].astype(dtype)
     return ((Norm("layernorm", None, eps), _Linear(w)),)
 
 
@@ -226,21 +234,24 @@ def _series(variant: str, layers: list[tuple[Part, ...]], x0: Array,
 
 
 def draw_layers(spec: Spec | None, o: DepthSweepOptions, d_model: int, dtype: np.dtype,
-                causal: bool, weight_scale: float | None,
-                eps: float) -> tuple[list[tuple[Part, ...]], Array]:
-    """The deepest stack's layers and the input X0, drawn as the forward sweep draws them."""
-    def build(rng: np.random.Generator) -> tuple[Part, ...]:
+                causal: bool, weight_scale: float | None, eps: float,
+                given: Given | None = None) -> tuple[list[tuple[Part, ...]], Array]:
+    """The deepest stack's layers and the input X0, drawn as the forward sweep draws them
+    (with --weights' arrays over the draw)."""
+    def build(rng: np.random.Generator, index: int) -> tuple[Part, ...]:
         if spec is None or o.sublayer == "linear":
-            return _linear_parts(rng, d_model, weight_scale or d_model**-0.5, eps, dtype)
+            return _linear_parts(rng, d_model, weight_scale or d_model**-0.5, eps, dtype, index,
+                                 given)
         bias = t5_position_bias(spec, np.random.default_rng([o.seed, 0]), o.seq_len, causal,
                                 dtype)
-        return _spec_parts(spec, o.sublayer, rng, dtype, causal, bias)
+        at = f"{sweep_stack(spec)}.blocks.{index}"
+        return _spec_parts(spec, o.sublayer, rng, dtype, causal, bias, at, given)
 
     root = np.random.default_rng(o.seed)
-    first = build(root)
+    first = build(root, 0)
     x0 = root.normal(size=(o.batch, o.seq_len, d_model)).astype(dtype)
     depth = max(o.depths)
-    layers = [first if (i == 0 or o.share_weights) else build(np.random.default_rng([o.seed, i]))
+    layers = [first if (i == 0 or o.share_weights) else build(np.random.default_rng([o.seed, i]), i)
               for i in range(depth)]
     return layers, x0
 
@@ -272,10 +283,11 @@ def check_gradients(spec: Spec | None, o: DepthSweepOptions, d_model: int,
 
 
 def gradient_report(spec: Spec | None, o: DepthSweepOptions, d_model: int, dtype: np.dtype,
-                    causal: bool, weight_scale: float | None, eps: float) -> GradientReport:
+                    causal: bool, weight_scale: float | None, eps: float,
+                    given: Given | None = None) -> GradientReport:
     """Per-layer gradient norms of the deepest stack, in every variant of the sweep."""
     check_gradients(spec, o, d_model, dtype.itemsize)
-    layers, x0 = draw_layers(spec, o, d_model, dtype, causal, weight_scale, eps)
+    layers, x0 = draw_layers(spec, o, d_model, dtype, causal, weight_scale, eps, given)
     readout = np.random.default_rng([o.seed, 1, 0]).normal(size=x0.shape).astype(dtype)
     series = tuple(_series(v, layers, x0, readout) for v in o.variants)
     return GradientReport(len(layers), LOSS, series, gradient_verdict(series))

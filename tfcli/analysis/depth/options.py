@@ -28,3 +28,4 @@ class DepthSweepOptions:
     fd_step: float | None = None  # --fd-step: relative step h/||x||; default eps^(1/3) of dtype
     causal: bool | None = None  # None: causal iff the spec is a decoder
     gradients: bool = False  # --gradients: a backward pass through the deepest stack
+    weights: str | None = None  # --weights FILE.npz: the layers' arrays by engine path

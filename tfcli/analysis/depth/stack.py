@@ -45,7 +45,24 @@ class Sublayer:
 
 
 Layer = tuple[Sublayer, ...]
-LayerBuilder = Callable[[np.random.Generator], Layer]
+LayerBuilder = Callable[[np.random.Generator, int], Layer]  # (the layer's generator, its index)
+Given = dict[str, Array]  # --weights FILE.npz: arrays by concrete key (decoder.blocks.3.attn.wq)
+
+
+def sweep_stack(spec: Spec) -> str:
+    """The stack whose block the sweep draws (Initializer.part's default): its keys' prefix."""
+    return "encoder" if spec.has_encoder else "decoder"
+
+
+def given_into(container: object, prefix: str, given: Given | None, dtype: np.dtype) -> None:
+    """Replace the container's arrays by those --weights gives at `prefix`.field, cast to the
+    sweep's dtype (the draw itself still happened: the seed's stream stays the same)."""
+    if not given or container is None:
+        return
+    for name in vars(container):
+        key = f"{prefix}.{name}"
+        if key in given:
+            setattr(container, name, given[key].astype(dtype))
 
 
 # --- building one layer ----------------------------------------------------------------------
@@ -61,33 +78,44 @@ class Float32Initializer(Initializer):
         return np.multiply(draws, self.spec.init_std, out=out, casting="unsafe")  # scale and cast in one pass
 
 
-def linear_builder(d_model: int, weight_scale: float, eps: float, dtype: np.dtype) -> LayerBuilder:
-    """The lessons' stand-in sublayer: parameter-free LayerNorm, then x @ W, W ~ N(0, scale^2)."""
+def linear_builder(d_model: int, weight_scale: float, eps: float, dtype: np.dtype,
+                   given: Given | None = None) -> LayerBuilder:
+    """The lessons' stand-in sublayer: parameter-free LayerNorm, then x @ W, W ~ N(0, scale^2);
+    layer i's W from --weights' `blocks.i.w` when given."""
 
     def norm(x: Array) -> Array:
         return apply_norm("layernorm_noaffine", None, x, eps)
 
-    def build(rng: np.random.Generator) -> Layer:
+    def build(rng: np.random.Generator, index: int) -> Layer:
         w = rng.normal(scale=weight_scale, size=(d_model, d_model)).astype(dtype)  # (d, d)
+        if given and f"blocks.{index}.w" in given:
+            w = given[f"blocks.{index}.w"].astype(dtype)
         return (Sublayer(norm, lambda x: x @ w),)  # (N, T, d) -> (N, T, d)
 
     return build
 
 
 def spec_builder(spec: Spec, sublayer: str, causal: bool, dtype: np.dtype,
-                 position_bias: Array | None) -> LayerBuilder:
-    """The spec's own attention and/or FFN sublayer with its norm, weights from `rng`."""
+                 position_bias: Array | None, given: Given | None = None) -> LayerBuilder:
+    """The spec's own attention and/or FFN sublayer with its norm, weights from `rng`, or from
+    --weights at `{stack}.blocks.{index}.attn_norm / attn / ffn_norm / ffn`."""
     packing = _Packing(causal, position_bias, dtype, spec.sliding_window)
+    block = f"{sweep_stack(spec)}.blocks"
 
-    def build(rng: np.random.Generator) -> Layer:
+    def build(rng: np.random.Generator, index: int) -> Layer:
         init = Float32Initializer(spec, rng, dtype)
         parts: list[Sublayer] = []
+        at = f"{block}.{index}"
         if sublayer in ("block", "attention"):
             norm_w, attn_w = init.norm(), init.part("attn")
+            given_into(norm_w, f"{at}.attn_norm", given, dtype)
+            given_into(attn_w, f"{at}.attn", given, dtype)
             parts.append(Sublayer(_spec_norm(spec, norm_w),
                                   lambda x: packing.attention(spec, attn_w, x)))
         if sublayer in ("block", "ffn"):
             norm_w, ffn_w = init.norm(), init.part("ffn")
+            given_into(norm_w, f"{at}.ffn_norm", given, dtype)
+            given_into(ffn_w, f"{at}.ffn", given, dtype)
             parts.append(Sublayer(_spec_norm(spec, norm_w), lambda x: _positionwise(spec, ffn_w, x)))
         return tuple(parts)
 
@@ -342,7 +370,7 @@ def run_stack(
         layer = first_layer
         for depth in range(1, deepest + 1):
             if not share_weights and depth < deepest:
-                pending = pool.submit(build, layer_rng(seed, depth))
+                pending = pool.submit(build, layer_rng(seed, depth), depth)
             apply_layer(states, layer, limit)
             _after_layer(states, depth, step_rel, record, depth in wanted)
             if progress is not None:

@@ -45,11 +45,13 @@ import numpy as np
 from pydantic import ValidationError
 
 from tfcli.analysis.depth.gradients import check_gradients, gradient_report
+from tfcli.checkpoints.npz import GivenArrays, read_weight_arrays
+from tfcli.spec.blueprint import block_part, norm_components
 from tfcli.analysis.depth.options import DepthSweepOptions
 from tfcli.analysis.depth.result import DepthPoint, DepthSweepResult, VariantSummary, flags_for
 from tfcli.analysis.depth.stack import (
     SUBLAYERS, VARIANTS, LayerBuilder, Measurement, SweepRecord, linear_builder, run_stack,
-    spec_builder, start_states, t5_position_bias,
+    spec_builder, start_states, sweep_stack, t5_position_bias,
 )
 from tfcli.analysis.depth.result import compose_verdict
 from tfcli.analysis.depth.size import (MAX_DEPTH, MAX_SWEEP_WORK, SWEEP_OPTIONS, SweepSize,
@@ -85,13 +87,17 @@ def run_depth_sweep(
     setup = _Setup.build(spec, options)
     if options.gradients:
         check_gradients(spec, options, setup.d_model, setup.dtype.itemsize)
+    given = given_weights(spec, options, setup.d_model)  # read and checked before the work
     with np.errstate(all="ignore"):  # overflow and NaN are measured, never raised
-        record, input_norm = _sweep(spec, setup, options, progress)
+        record, input_norm = _sweep(spec, setup, options, progress, given)
     result = _result(spec, options, setup, record, input_norm)
+    if given is not None:
+        result = result.with_verdict(" ".join([*given.notes, result.verdict]))
     if not options.gradients:
         return result
     report = gradient_report(spec, options, setup.d_model, setup.dtype, setup.causal,
-                             setup.weight_scale, setup.norm_eps)
+                             setup.weight_scale, setup.norm_eps,
+                             None if given is None else given.arrays)
     return replace(result, gradients=report)
 
 
@@ -243,11 +249,12 @@ class _Setup:
 
 
 def _sweep(spec: Spec | None, setup: _Setup, o: DepthSweepOptions,
-           progress: Callable[[int, int], None] | None) -> tuple[SweepRecord, float]:
+           progress: Callable[[int, int], None] | None,
+           given: GivenArrays | None = None) -> tuple[SweepRecord, float]:
     """Draw layer 0, the input and the directions from default_rng(seed); run the stack."""
     root = np.random.default_rng(o.seed)
-    build = _builder(spec, o, setup)
-    first_layer = build(root)  # layer 0 is drawn first: the lesson draws W before X0
+    build = _builder(spec, o, setup, given)
+    first_layer = build(root, 0)  # layer 0 is drawn first: the lesson draws W before X0
     shape = (o.batch, o.seq_len, setup.d_model)
     x0 = root.normal(size=shape).astype(setup.dtype)  # (B, T, d)
     directions = root.normal(size=(o.n_directions, *shape)).astype(setup.dtype)  # (k, B, T, d)
@@ -260,14 +267,41 @@ def _sweep(spec: Spec | None, setup: _Setup, o: DepthSweepOptions,
     return record, input_norm
 
 
-def _builder(spec: Spec | None, o: DepthSweepOptions, setup: _Setup) -> LayerBuilder:
+def given_weights(spec: Spec | None, o: DepthSweepOptions, d_model: int) -> GivenArrays | None:
+    """--weights FILE.npz read and checked against the layers the sweep draws: for `linear`,
+    `blocks.{i}.w` (d, d); for a spec, `{stack}.blocks.{i}.attn_norm / attn / ffn_norm / ffn`
+    with its block's shapes (`*` for every layer); i < the deepest depth (1 with
+    --share-weights, whose one layer is layer 0)."""
+    if o.weights is None:
+        return None
+    layers = 1 if o.share_weights else max(o.depths)
+    if spec is None or o.sublayer == "linear":
+        shapes = {f"blocks.{i}.w": (d_model, d_model) for i in range(layers)}
+        return read_weight_arrays(o.weights, shapes, "the linear sublayer")
+    stack = sweep_stack(spec)
+    parts = {"block": ("attn", "ffn"), "attention": ("attn",), "ffn": ("ffn",)}[o.sublayer]
+    own: dict[str, tuple[int, ...]] = {}
+    for part in parts:
+        _, entries = block_part(spec, stack, 0, part)
+        own |= {e.path.split(".", 3)[-1]: e.component.shape for e in entries if e.component.array}
+        own |= {f"{part}_norm.{c.path.split('.')[-1]}": c.shape for c in norm_components(spec)
+                if c.array}
+    shapes = {f"{stack}.blocks.{i}.{rel}": shape for i in range(layers)
+              for rel, shape in own.items()}
+    return read_weight_arrays(o.weights, shapes, f"{spec.name}'s stacked layer")
+
+
+def _builder(spec: Spec | None, o: DepthSweepOptions, setup: _Setup,
+             given: GivenArrays | None = None) -> LayerBuilder:
+    arrays = None if given is None else given.arrays
     if o.sublayer == "linear":
-        return linear_builder(setup.d_model, setup.weight_scale or 0.0, setup.norm_eps, setup.dtype)
+        return linear_builder(setup.d_model, setup.weight_scale or 0.0, setup.norm_eps,
+                              setup.dtype, arrays)
     if spec is None:  # _apply_overrides already refuses this; kept for the type checker
         raise BadInputError(f"--sublayer {o.sublayer} needs a SPEC")
     bias = t5_position_bias(spec, np.random.default_rng([o.seed, 0]), o.seq_len, setup.causal,
                             setup.dtype)
-    return spec_builder(spec, o.sublayer, setup.causal, setup.dtype, bias)
+    return spec_builder(spec, o.sublayer, setup.causal, setup.dtype, bias, arrays)
 
 
 def _result(spec: Spec | None, o: DepthSweepOptions, setup: _Setup, record: SweepRecord,
