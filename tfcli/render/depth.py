@@ -10,6 +10,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from rich import box
@@ -46,26 +47,30 @@ def render_depth_sweep(result: DepthSweepResult, *, chart: bool = True, chart_wi
     terminal chart (as rich Text, so a console that is not a terminal prints it plain)."""
     parts: list[RenderableType] = [depth_table(result), Text(""), plain(result.verdict)]
     if chart:
-        parts += [Text(""), _FittedChart(result, chart_width, chart_height)]
+        parts += [Text(""), _FittedChart(lambda w, h: terminal_chart(result, w, h), chart_width,
+                                         chart_height)]
     if result.gradients is not None:
         parts += [Text(""), gradient_table(result.gradients), Text(""),
                   plain(result.gradients.verdict)]
         if chart:
-            parts += [Text(""), _FittedGradientChart(result.gradients, chart_width, chart_height)]
+            report = result.gradients
+            parts += [Text(""), _FittedChart(lambda w, h: gradient_chart(report, w, h),
+                                             chart_width, chart_height)]
     return Group(*parts)
 
 
 @dataclass(frozen=True)
-class _FittedGradientChart:
-    """The gradient chart (gradient_chart), no wider than the console."""
+class _FittedChart:
+    """A terminal chart drawn when printed, no wider than the console (a wrapped chart would
+    cut its tick labels); as rich Text, so a console that is not a terminal prints it plain.
+    `draw(width, height)` is the chart's text: the norms' or the gradients'."""
 
-    report: GradientReport
+    draw: Callable[[int, int], str]
     width: int
     height: int
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text.from_ansi(gradient_chart(self.report, min(self.width, options.max_width),
-                                            self.height))
+        yield Text.from_ansi(self.draw(min(self.width, options.max_width), self.height))
 
 
 def _listed_layers(depth: int) -> list[int]:
@@ -93,20 +98,6 @@ def gradient_table(report: GradientReport) -> FitTable:
             cells += [_g(row.input_grad, 4), _g(row.weight_grad, 4)]
         table.add_row(*cells)
     return table
-
-
-@dataclass(frozen=True)
-class _FittedChart:
-    """The terminal chart drawn when printed, no wider than the console (a wrapped chart would
-    cut its tick labels); as rich Text, so a console that is not a terminal prints it plain."""
-
-    result: DepthSweepResult
-    width: int
-    height: int
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield Text.from_ansi(terminal_chart(self.result, min(self.width, options.max_width),
-                                            self.height))
 
 
 # Columns of a variant's group, each with the rank at which a narrow terminal drops it (cos
