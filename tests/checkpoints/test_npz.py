@@ -61,6 +61,21 @@ def test_the_lessons_printed_norms_through_tfcli_run(runner, tmp_path: Path) -> 
     assert any("kept the spec's random draw: token_embedding" in n for n in result["notes"])
 
 
+@pytest.mark.parametrize("fmt", ["table", "csv", "markdown"])
+def test_every_format_shows_a_run_from_embeddings(runner, tmp_path: Path, fmt: str) -> None:
+    _, _, weights, inputs = _lesson(tmp_path)
+    result = runner.invoke(app, ["run", "lesson-tiny", "--weights", str(weights), "--inputs",
+                                 str(inputs), "--dtype", "float64", "-f", fmt],
+                           env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.stderr
+    if fmt == "table":  # the summary says what went in, not tokens that do not exist
+        assert "embeddings: batch 1 × 8 positions" in result.stdout
+    elif fmt == "markdown":  # one row per position, its token cell empty
+        assert "| 0 | 0 |  | 5.70351 |" in result.stdout
+    else:
+        assert result.stdout.splitlines()[1].startswith("0,0,,5.7")
+
+
 def test_tokens_from_an_inputs_file_match_tokens_given_inline(runner, tmp_path: Path) -> None:
     np.savez(tmp_path / "t.npz", tokens=np.array([[5, 6, 7]]))
     a = json.loads(_run(runner, "lesson-tiny", "--inputs", str(tmp_path / "t.npz"), "-f",

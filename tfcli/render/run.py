@@ -72,14 +72,24 @@ def _fixed(value: float, digits: int) -> str:
     return f"{value:.{digits}f}" if abs(value) < 1e6 else f"{value:.{digits}e}"
 
 
+def _input_text(result: RunResult) -> str:
+    """What went in: tokens (batch x length, and the target's), or embeddings fed to block 0
+    (no tokens: their batch x length is the hidden states')."""
+    if result.input_kind == "embeddings":
+        rows = result.hidden_norms
+        return f"embeddings: batch {len(rows)} × {len(rows[0])} positions, into block 0"
+    text = f"{result.input_kind}: batch {len(result.tokens)} × {len(result.tokens[0])} tokens"
+    target = result.decoder_tokens
+    return text + (f", target {len(target[0])} tokens" if target else "")
+
+
 def _summary(result: RunResult) -> FitTable:
     table = FitTable(show_header=False, title="forward pass")
     table.add_column("what")
     table.add_column("value")
     table.add_row("spec", f"{result.spec_name} ({result.family})")
     table.add_row("weights", result.origin)
-    table.add_row("input", f"{result.input_kind}: batch {len(result.tokens)} × {len(result.tokens[0])} tokens"
-                  + (f", target {len(result.decoder_tokens[0])} tokens" if result.decoder_tokens else ""))
+    table.add_row("input", _input_text(result))
     if result.logits_shape and result.logits_stats:
         s = result.logits_stats
         table.add_row("logits", f"shape {tuple(result.logits_shape)}  mean {_fixed(s['mean'], 4)}  "

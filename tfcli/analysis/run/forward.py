@@ -109,8 +109,9 @@ class RunResult:
     def csv_rows(self) -> tuple[list[str], list[list[object]]]:
         rows: list[list[object]] = []
         for b, norms in enumerate(self.hidden_norms):
-            ids = (self.decoder_tokens or self.tokens)[b]
-            rows += [[b, t, ids[t], f"{n:.6g}"] for t, n in enumerate(norms)]
+            ids = (self.decoder_tokens or self.tokens or [[]] * len(self.hidden_norms))[b]
+            rows += [[b, t, ids[t] if t < len(ids) else "", f"{n:.6g}"]  # embeddings: no token
+                     for t, n in enumerate(norms)]
         return ["sequence", "position", "token", "hidden_norm"], rows
 
 
