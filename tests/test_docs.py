@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tfcli.cli.app import app
@@ -257,7 +258,15 @@ def _lesson_arrays(folder: Path) -> None:
     _lesson(folder)
 
 
-FILES = {"W.npz": _lesson_arrays, "my-model.yaml": _typo_spec, "bomb.yaml": _yaml_bomb, "tiny-llama": _tiny_llama,
+def _exercise3_arrays(folder: Path) -> None:
+    """Exercise 3's W and X0, drawn in the exercise's order and saved as docs/lessons.md says."""
+    rng = np.random.default_rng(0)
+    w = rng.normal(scale=0.3, size=(16, 16))
+    np.savez(folder / "W3.npz", **{"blocks.*.w": w})
+    np.savez(folder / "X3.npz", embeddings=rng.normal(size=(6, 16)))
+
+
+FILES = {"W.npz": _lesson_arrays, "W3.npz": _exercise3_arrays, "my-model.yaml": _typo_spec, "bomb.yaml": _yaml_bomb, "tiny-llama": _tiny_llama,
          "all-MiniLM-L6-v2": _minilm, "SmolLM2-135M-Instruct.Q4_1.gguf": _smollm2}
 
 

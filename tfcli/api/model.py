@@ -431,30 +431,42 @@ def diff(a: str | Model, b: str | Model, *, seq_len: int | None = None, batch: i
 def depth_sweep(spec: str | Model | None = None, *,
                 depths: str | Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
                 variants: str | Sequence[str] = ("pre", "post", "plain"), sublayer: str = "block",
-                seq_len: int = 16, batch: int = 1, seed: int = 0, dtype: str = "float64",
+                seq_len: int | None = None, batch: int | None = None, seed: int = 0,
+                dtype: str = "float64",
                 share_weights: bool = False, init_std: float | None = None,
                 weight_scale: float | None = None, d_model: int | None = None,
                 n_heads: int | None = None, n_kv_heads: int | None = None,
                 d_ff: int | None = None, directions: int = 3, plot: str | None = None,
                 progress: bool = False, gradients: bool = False,
-                weights: str | None = None) -> DepthSweepResult:
+                weights: str | None = None, inputs: str | None = None) -> DepthSweepResult:
     """One block (or sublayer, or `linear`: LayerNorm then a random d x d matrix) stacked to
     each of `depths`, in each of `variants` (pre, post, plain, residual-no-norm): output norms,
     Jacobian gain and rank collapse; with `gradients`, a backward pass through the deepest
-    stack and each layer's gradient norms. `spec` defaults to lesson-tiny (none for linear)."""
+    stack and each layer's gradient norms. `spec` defaults to lesson-tiny (none for linear).
+    `seq_len` defaults to 16 and `batch` to 1; `inputs` (FILE.npz with `embeddings`
+    (B, N, d_model)) is the stack's input and sets both."""
     from tfcli.analysis.depth.sweep import DepthSweepOptions, check_depth_sweep, run_depth_sweep
+    from tfcli.core.errors import BadInputError
     from tfcli.core.intlist import parse_int_list
     from tfcli.render.depth import check_png_possible, write_png
     from tfcli.render.output import with_progress
 
     overrides = {"d_model": d_model, "n_heads": n_heads, "n_kv_heads": n_kv_heads, "d_ff": d_ff,
                  "init_std": init_std}
+    if inputs is not None:
+        given = [name for name, value in (("--seq-len", seq_len), ("--batch", batch))
+                 if value is not None]
+        if given:
+            raise BadInputError(f"{' and '.join(given)}: --inputs {inputs} sets the batch and "
+                                "the positions (its embeddings are (B, N, d_model)); drop "
+                                f"{'them' if len(given) > 1 else 'it'}")
     options = DepthSweepOptions(
         depths=tuple(parse_int_list(depths, "--depths")) if isinstance(depths, str)
         else tuple(depths),
-        variants=_names(variants), sublayer=sublayer, seq_len=seq_len, batch=batch, seed=seed,
-        dtype=dtype, share_weights=share_weights, weight_scale=weight_scale,
-        overrides=overrides, n_directions=directions, gradients=gradients, weights=weights)
+        variants=_names(variants), sublayer=sublayer, seq_len=16 if seq_len is None else seq_len,
+        batch=1 if batch is None else batch, seed=seed, dtype=dtype,
+        share_weights=share_weights, weight_scale=weight_scale, overrides=overrides,
+        n_directions=directions, gradients=gradients, weights=weights, inputs=inputs)
     if spec is None and sublayer != "linear":
         spec = SWEEP_SPEC
     model_spec = None if spec is None else (spec if isinstance(spec, Model) else load(spec)).spec

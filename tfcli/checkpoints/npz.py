@@ -221,33 +221,52 @@ def read_npz_inputs(path: str | Path, spec: Spec) -> NpzInputs:
     of them, checked against the spec (width, vocabulary, length)."""
     label = _label(path)
     with _open(path, "--inputs") as archive:
-        found = members(archive, path, "--inputs")
-        for member in found:
-            if member.key not in INPUT_KEYS:
-                raise BadInputError(f"--inputs {label}: unknown key {shown(member.key)}"
-                                    f"{did_you_mean(member.key, list(INPUT_KEYS))}; an inputs "
-                                    "file holds embeddings (B, N, d_model) or tokens (B, N)")
-        if len(found) != 1:
-            raise BadInputError(f"--inputs {label} must hold one of embeddings or tokens, "
-                                f"found {len(found)} arrays")
-        member = found[0]
-        if int(np.prod(member.shape, dtype=object)) > MAX_INPUT_ELEMENTS:
-            raise BadInputError(f"--inputs {label}: {member.key} has shape {member.shape}, past "
-                                f"{MAX_INPUT_ELEMENTS:,} elements")
+        member = _one_input(archive, path, label)
         if member.key == "embeddings":
-            return NpzInputs(None, _embeddings(archive, member, spec, label, path))
+            embeddings = _embeddings(archive, member, spec.d_model, spec.name, label, path)
+            _check_length(spec, embeddings.shape[1], label)
+            return NpzInputs(None, embeddings)
         return NpzInputs(_tokens(archive, member, spec, label, path), None)
 
 
-def _embeddings(archive: zipfile.ZipFile, member: Member, spec: Spec, label: str,
+def read_npz_embeddings(path: str | Path, d_model: int, owner: str) -> Array:
+    """--inputs for what has no embedding table (a depth sweep's stacked layers): `embeddings`
+    (B, N, d_model) or (N, d_model) only, `tokens` refused by name."""
+    label = _label(path)
+    with _open(path, "--inputs") as archive:
+        member = _one_input(archive, path, label)
+        if member.key != "embeddings":
+            raise BadInputError(f"--inputs {label}: {owner} takes embeddings (B, N, {d_model}), "
+                                "not tokens: a stack of layers has no embedding table")
+        return _embeddings(archive, member, d_model, owner, label, path)
+
+
+def _one_input(archive: zipfile.ZipFile, path: str | Path, label: str) -> Member:
+    """The file's one array, a known key within the element bound."""
+    found = members(archive, path, "--inputs")
+    for member in found:
+        if member.key not in INPUT_KEYS:
+            raise BadInputError(f"--inputs {label}: unknown key {shown(member.key)}"
+                                f"{did_you_mean(member.key, list(INPUT_KEYS))}; an inputs "
+                                "file holds embeddings (B, N, d_model) or tokens (B, N)")
+    if len(found) != 1:
+        raise BadInputError(f"--inputs {label} must hold one of embeddings or tokens, "
+                            f"found {len(found)} arrays")
+    member = found[0]
+    if int(np.prod(member.shape, dtype=object)) > MAX_INPUT_ELEMENTS:
+        raise BadInputError(f"--inputs {label}: {member.key} has shape {member.shape}, past "
+                            f"{MAX_INPUT_ELEMENTS:,} elements")
+    return member
+
+
+def _embeddings(archive: zipfile.ZipFile, member: Member, d_model: int, owner: str, label: str,
                 path: str | Path) -> Array:
     shape = (1, *member.shape) if len(member.shape) == 2 else member.shape
-    if len(shape) != 3 or shape[-1] != spec.d_model or 0 in shape:
+    if len(shape) != 3 or shape[-1] != d_model or 0 in shape:
         raise BadInputError(f"--inputs {label}: embeddings has shape {member.shape}; "
-                            f"{spec.name} takes (B, N, {spec.d_model}) or (N, {spec.d_model})")
+                            f"{owner} takes (B, N, {d_model}) or (N, {d_model})")
     if member.dtype.kind != "f":
         raise BadInputError(f"--inputs {label}: embeddings is {member.dtype}; it must be float")
-    _check_length(spec, shape[1], label)
     return read(archive, member, path, "--inputs").reshape(shape)
 
 

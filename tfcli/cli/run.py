@@ -119,8 +119,8 @@ def depth_sweep_cmd(
     depths: Annotated[str, typer.Option(metavar="LIST", help="Depths measured, in one pass to the largest.")] = "1,2,4,8,16,32,64",
     variants: Annotated[str, typer.Option(metavar="LIST", help="Stacks compared, from pre, post, plain, residual-no-norm.")] = "pre,post,plain",
     sublayer: Annotated[Sublayer, typer.Option(help="What is stacked: the whole block, attention or the FFN alone, or linear (LayerNorm then a random d×d matrix, no spec needed).")] = "block",
-    seq_len: Annotated[int, typer.Option(min=1, help="Positions per sequence.")] = 16,
-    batch: Annotated[int, typer.Option(min=1, help="Sequences.")] = 1,
+    seq_len: Annotated[int | None, typer.Option(min=1, show_default=False, help="Positions per sequence. [default: 16]")] = None,
+    batch: Annotated[int | None, typer.Option(min=1, show_default=False, help="Sequences. [default: 1]")] = None,
     seed: SeedOpt = 0,
     dtype: Annotated[SweepDtype, typer.Option(help="float64 by default: a collapsed rank or a vanishing gain shows down to 1e-16, not float32's 1e-7 rounding floor.")] = "float64",
     share_weights: Annotated[bool, typer.Option("--share-weights", help="Reuse one layer's weights at every depth (one matrix applied L times: its spectrum decides the signal).")] = False,
@@ -133,6 +133,7 @@ def depth_sweep_cmd(
     directions: Annotated[int, typer.Option(min=1, help="Random directions averaged for the Jacobian gain.")] = 3,
     plot: Annotated[str | None, typer.Option(metavar="FILE.png", help="Also write the chart to FILE.png (needs tfcli[plot]: pip install 'tfcli[plot]').")] = None,
     weights: Annotated[str | None, typer.Option("--weights", metavar="FILE.npz", help="Your own arrays for the stacked layers, by engine path: decoder.blocks.*.attn.wq for every layer (blocks.3 for one; --sublayer linear: blocks.*.w), x @ W; the rest keeps the seed's draw.")] = None,
+    inputs: Annotated[str | None, typer.Option("--inputs", metavar="FILE.npz", help="Your own input X0 for the stack: an array `embeddings` (B, N, d_model); it sets --batch and --seq-len.")] = None,
     gradients: Annotated[bool, typer.Option("--gradients", help="Also a backward pass through the deepest stack: each layer's gradient norms of a random-readout loss at initialisation (where post-LN's trouble is).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     fmt: FormatOpt = OutputFormat.table,
@@ -148,5 +149,6 @@ def depth_sweep_cmd(
         batch=batch, seed=seed, dtype=dtype.value, share_weights=share_weights,
         init_std=init_std, weight_scale=weight_scale, d_model=d_model, n_heads=n_heads,
         n_kv_heads=n_kv_heads, d_ff=d_ff, directions=directions, plot=plot,
-        progress=not quiet and fmt is OutputFormat.table, gradients=gradients, weights=weights)
+        progress=not quiet and fmt is OutputFormat.table, gradients=gradients, weights=weights,
+        inputs=inputs)
     emit(result, fmt, lambda: render_depth_sweep(result))

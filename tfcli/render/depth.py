@@ -50,8 +50,10 @@ def render_depth_sweep(result: DepthSweepResult, *, chart: bool = True, chart_wi
         parts += [Text(""), _FittedChart(lambda w, h: terminal_chart(result, w, h), chart_width,
                                          chart_height)]
     if result.gradients is not None:
-        parts += [Text(""), gradient_table(result.gradients), Text(""),
-                  plain(result.gradients.verdict)]
+        parts += [Text(""), gradient_table(result.gradients)]
+        if len(result.gradients.by_depth) > 1:
+            parts += [Text(""), last_layer_table(result.gradients)]
+        parts += [Text(""), plain(result.gradients.verdict)]
         if chart:
             report = result.gradients
             parts += [Text(""), _FittedChart(lambda w, h: gradient_chart(report, w, h),
@@ -97,6 +99,21 @@ def gradient_table(report: GradientReport) -> FitTable:
             row = series.layers[layer - 1]
             cells += [_g(row.input_grad, 4), _g(row.weight_grad, 4)]
         table.add_row(*cells)
+    return table
+
+
+def last_layer_table(report: GradientReport) -> FitTable:
+    """Per sweep depth: the weight gradient of the stack's last layer, one column per variant."""
+    table = FitTable(title="||dL/dW|| of the last layer, by the stack's depth",
+                     caption=Text("Each depth's stack is the first layers of the deepest, its "
+                                  "loss read at its own output.", style="dim"),
+                     box=box.SIMPLE_HEAD, padding=(0, 0, 0, 1), pad_edge=False)
+    table.add_column("depth", justify="right", style="bold", number=True)
+    for i, series in enumerate(report.series):
+        table.add_column(Text(series.variant, style=GROUP_HEADER_STYLES[i % len(GROUP_HEADER_STYLES)]),
+                         justify="right", number=True)
+    for row in report.by_depth:
+        table.add_row(str(row.depth), *(_g(row.weight_grad[s.variant], 4) for s in report.series))
     return table
 
 

@@ -271,6 +271,27 @@ def test_plain_gradients_vanish_toward_the_input_and_pre_carries_them(runner) ->
     assert 0.5 < pre[0]["input_grad"] / pre[-1]["input_grad"] < 2  # the residual carries it
 
 
+def test_post_ln_gradients_near_the_output_outgrow_pre_ln_with_depth(runner) -> None:
+    """Xiong et al.'s Theorem 1 in the default sweep: the last layer's weight gradient of
+    post-LN does not shrink with depth, pre-LN's does (its final norm divides by the growing
+    residual stream), so post-LN's exceeds pre-LN's near the output and the gap widens; the
+    table and the verdict say so."""
+    result = runner.invoke(app, ["depth-sweep", "--gradients", "-f", "json"])
+    report = json.loads(result.stdout)["gradients"]
+    by_depth = {row["depth"]: row["weight_grad"] for row in report["last_layer_by_depth"]}
+    assert sorted(by_depth) == [1, 2, 4, 8, 16, 32, 64]
+    series = {s["variant"]: s["layers"] for s in report["series"]}
+    assert by_depth[64]["post"] == series["post"][-1]["weight_grad"]  # the deepest stack's own
+    gap = {d: g["post"] / g["pre"] for d, g in by_depth.items()}
+    assert gap[64] > 1.5 and gap[64] > 1.3 * gap[1]
+    assert by_depth[64]["pre"] < 0.8 * by_depth[1]["pre"]  # pre-LN's falls with depth
+    assert by_depth[64]["post"] > 0.9 * by_depth[1]["post"]  # post-LN's does not
+    assert "the gap grows with depth" in report["verdict"] and "warmup" in report["verdict"]
+    table = runner.invoke(app, ["depth-sweep", "--gradients", "--depths", "1,4"],
+                          env={"COLUMNS": "120", "NO_COLOR": "1"})
+    assert "of the last layer, by the stack's depth" in table.stdout
+
+
 def test_what_the_backward_pass_does_not_cover_is_refused_by_name(runner) -> None:
     result = runner.invoke(app, ["depth-sweep", "mixtral-8x7b", "--d-model", "32",
                                  "--n-heads", "4", "--n-kv-heads", "2", "--d-ff", "32",
@@ -346,3 +367,45 @@ def test_bad_depth_sweep_weights_are_one_line(runner, tmp_path, arrays, expected
                                  str(tmp_path / "w.npz")])
     assert result.exit_code == 2 and expected in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_depth_sweep_takes_the_learners_input(runner, tmp_path) -> None:
+    """--inputs' embeddings are X0 (and set --batch and --seq-len): the learner's W and X0
+    together give Exercise 3's stack on the learner's own arrays, forward and backward."""
+    rng = np.random.default_rng(7)
+    w, x0 = rng.normal(scale=0.2, size=(16, 16)), rng.normal(size=(2, 5, 16))
+    np.savez(tmp_path / "w.npz", **{"blocks.*.w": w})
+    np.savez(tmp_path / "x.npz", embeddings=x0)
+    args = ["depth-sweep", "--sublayer", "linear", "--share-weights", "--depths", "3",
+            "--variants", "pre", "--gradients", "-f", "json", "--weights", str(tmp_path / "w.npz"),
+            "--inputs", str(tmp_path / "x.npz")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert (data["batch"], data["seq_len"]) == (2, 5)
+    x = x0
+    for _ in range(3):
+        c = x - x.mean(-1, keepdims=True)
+        x = x + (c / np.sqrt((c * c).mean(-1, keepdims=True) + 1e-5)) @ w
+    np.testing.assert_allclose(data["input_norm"], np.linalg.norm(x0, axis=-1).mean(), rtol=1e-12)
+    np.testing.assert_allclose(data["points"][0]["norm_mean"], np.linalg.norm(x, axis=-1).mean(),
+                               rtol=1e-12)
+    assert data["verdict"].startswith("inputs: embeddings (2, 5, 16) from")
+    drawn = json.loads(runner.invoke(app, args[:-2]).stdout)
+    assert drawn["gradients"]["series"] != data["gradients"]["series"]  # the backward saw it too
+
+
+@pytest.mark.parametrize(("arrays", "extra", "expected"), [
+    ({"tokens": np.zeros((1, 4), dtype=np.int64)}, [], "not tokens"),
+    ({"embeddings": np.zeros((1, 4, 8))}, [], "takes (B, N, 16)"),
+    ({"embeddings": np.full((1, 4, 16), np.nan)}, [], "inf or NaN"),
+    ({"embeddings": np.zeros((1, 4, 16))}, ["--seq-len", "4"], "--seq-len: --inputs"),
+    ({"embeddings": np.zeros((1, 4, 16)), "tokens": np.zeros((1, 4), dtype=np.int64)}, [],
+     "must hold one of"),
+])
+def test_bad_depth_sweep_inputs_are_one_line(runner, tmp_path, arrays, extra, expected) -> None:
+    np.savez(tmp_path / "x.npz", **arrays)
+    result = runner.invoke(app, ["depth-sweep", "--depths", "2", "--inputs",
+                                 str(tmp_path / "x.npz"), *extra])
+    assert result.exit_code == 2 and expected in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1

@@ -200,11 +200,21 @@ def _geometric(values: list[float]) -> float:
 
 
 @dataclass(frozen=True)
+class OutputGradient:
+    """A stack of one sweep depth: its last layer's ||dL/dW|| per variant (the stack is the
+    first `depth` layers of the deepest one, as in the forward sweep)."""
+
+    depth: int
+    weight_grad: dict[str, float]  # variant -> ||dL/dW|| of the layer nearest the output
+
+
+@dataclass(frozen=True)
 class GradientReport:
     depth: int
     loss: str
     series: tuple[GradientSeries, ...]
     verdict: str
+    by_depth: tuple[OutputGradient, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"depth": self.depth, "loss": self.loss, "citation": CITATION,
@@ -212,7 +222,11 @@ class GradientReport:
                 "series": [{"variant": s.variant, "loss": _finite(s.loss),
                             "layers": [{"layer": row.layer, "input_grad": _finite(row.input_grad),
                                         "weight_grad": _finite(row.weight_grad)}
-                                       for row in s.layers]} for s in self.series]}
+                                       for row in s.layers]} for s in self.series],
+                "last_layer_by_depth": [{"depth": o.depth,
+                                         "weight_grad": {v: _finite(g)
+                                                         for v, g in o.weight_grad.items()}}
+                                        for o in self.by_depth]}
 
 
 def _finite(x: float) -> float | None:
@@ -235,9 +249,10 @@ def _series(variant: str, layers: list[tuple[Part, ...]], x0: Array,
 
 def draw_layers(spec: Spec | None, o: DepthSweepOptions, d_model: int, dtype: np.dtype,
                 causal: bool, weight_scale: float | None, eps: float,
-                given: Given | None = None) -> tuple[list[tuple[Part, ...]], Array]:
+                given: Given | None = None,
+                given_x0: Array | None = None) -> tuple[list[tuple[Part, ...]], Array]:
     """The deepest stack's layers and the input X0, drawn as the forward sweep draws them
-    (with --weights' arrays over the draw)."""
+    (with --weights' arrays over the draw, and --inputs' X0 over its draw)."""
     def build(rng: np.random.Generator, index: int) -> tuple[Part, ...]:
         if spec is None or o.sublayer == "linear":
             return _linear_parts(rng, d_model, weight_scale or d_model**-0.5, eps, dtype, index,
@@ -250,6 +265,8 @@ def draw_layers(spec: Spec | None, o: DepthSweepOptions, d_model: int, dtype: np
     root = np.random.default_rng(o.seed)
     first = build(root, 0)
     x0 = root.normal(size=(o.batch, o.seq_len, d_model)).astype(dtype)
+    if given_x0 is not None:
+        x0 = given_x0.astype(dtype)
     depth = max(o.depths)
     layers = [first if (i == 0 or o.share_weights) else build(np.random.default_rng([o.seed, i]), i)
               for i in range(depth)]
@@ -284,13 +301,45 @@ def check_gradients(spec: Spec | None, o: DepthSweepOptions, d_model: int,
 
 def gradient_report(spec: Spec | None, o: DepthSweepOptions, d_model: int, dtype: np.dtype,
                     causal: bool, weight_scale: float | None, eps: float,
-                    given: Given | None = None) -> GradientReport:
+                    given: Given | None = None, given_x0: Array | None = None) -> GradientReport:
     """Per-layer gradient norms of the deepest stack, in every variant of the sweep."""
     check_gradients(spec, o, d_model, dtype.itemsize)
-    layers, x0 = draw_layers(spec, o, d_model, dtype, causal, weight_scale, eps, given)
+    layers, x0 = draw_layers(spec, o, d_model, dtype, causal, weight_scale, eps, given, given_x0)
     readout = np.random.default_rng([o.seed, 1, 0]).normal(size=x0.shape).astype(dtype)
     series = tuple(_series(v, layers, x0, readout) for v in o.variants)
-    return GradientReport(len(layers), LOSS, series, gradient_verdict(series))
+    by_depth = tuple(_output_gradient(d, layers, x0, readout, o.variants, series)
+                     for d in sorted(set(o.depths)))
+    return GradientReport(len(layers), LOSS, series, gradient_verdict(series, by_depth), by_depth)
+
+
+def _output_gradient(depth: int, layers: list[tuple[Part, ...]], x0: Array, readout: Array,
+                     variants: tuple[str, ...],
+                     deepest: tuple[GradientSeries, ...]) -> OutputGradient:
+    """The last layer's weight gradient of the stack of `depth` layers, per variant (a
+    backward pass of its own: its loss reads that stack's output)."""
+    grads: dict[str, float] = {}
+    for variant, series in zip(variants, deepest):
+        if depth == len(layers):
+            grads[variant] = series.layers[-1].weight_grad
+        else:
+            grads[variant] = _series(variant, layers[:depth], x0, readout).layers[-1].weight_grad
+    return OutputGradient(depth, grads)
+
+
+def _with_depth(by_depth: tuple[OutputGradient, ...]) -> str:
+    """How the last layer's gradient moves with the stack's depth, post-LN beside pre-LN
+    (Xiong et al.'s Theorem 1: post-LN's does not depend on depth, pre-LN's falls)."""
+    if len(by_depth) < 2:
+        return ""
+    first, last = by_depth[0], by_depth[-1]
+    grads = [(o.weight_grad["post"], o.weight_grad["pre"]) for o in (first, last)]
+    if not all(math.isfinite(g) and g > 0 for pair in grads for g in pair):
+        return ""
+    post, pre = grads[1][0] / grads[0][0], grads[1][1] / grads[0][1]
+    trend = "grows" if post / pre > 1.1 else "does not grow here"
+    return (f", and the gap {trend} with depth: from depth {first.depth} to {last.depth} the last "
+            f"layer's changes {_times(post)} in post-LN and {_times(pre)} in pre-LN, whose final "
+            "norm divides by the growing residual stream (Theorem 1)")
 
 
 def _times(x: float) -> str:
@@ -307,7 +356,8 @@ def _where(ratio: float) -> str:
     return "largest near the input" if ratio < 1 / 1.5 else "about the same at every layer"
 
 
-def gradient_verdict(series: tuple[GradientSeries, ...]) -> str:
+def gradient_verdict(series: tuple[GradientSeries, ...],
+                     by_depth: tuple[OutputGradient, ...] = ()) -> str:
     """What the gradients say per variant (measured, not assumed), and what each pattern means
     for training."""
     parts = [f"{s.variant}'s weight gradients are {_where(s.ratio('weight_grad'))} (last "
@@ -318,9 +368,10 @@ def gradient_verdict(series: tuple[GradientSeries, ...]) -> str:
     if "pre" in by_name and "post" in by_name:
         pre, post = by_name["pre"].layers[-1], by_name["post"].layers[-1]
         if pre.weight_grad > 0:
-            sentence += (f" At the last layer post-LN's weight gradient is "
-                         f"{_times(post.weight_grad / pre.weight_grad)} pre-LN's: the step a "
-                         "learning rate takes there, which post-LN needs warmup to keep small.")
+            sentence += (f" Near the output post-LN's weight gradient is "
+                         f"{_times(post.weight_grad / pre.weight_grad)} pre-LN's at depth "
+                         f"{len(by_name['pre'].layers)}{_with_depth(by_depth)}. Large first "
+                         "steps near the output are why post-LN needs learning-rate warmup.")
     meaning = ("Forward norms and gains at initialisation say how a signal travels; gradients "
                "say where training moves the weights: a residual carries the gradient to every "
                "layer, a plain stack changes it geometrically with depth")

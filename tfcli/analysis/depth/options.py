@@ -29,3 +29,4 @@ class DepthSweepOptions:
     causal: bool | None = None  # None: causal iff the spec is a decoder
     gradients: bool = False  # --gradients: a backward pass through the deepest stack
     weights: str | None = None  # --weights FILE.npz: the layers' arrays by engine path
+    inputs: str | None = None  # --inputs FILE.npz: X0 as `embeddings` (B, N, d); sets batch, seq_len

@@ -78,7 +78,8 @@ class DepthSweepResult:
     verdict: str
     gradients: null, or with --gradients {depth: int, loss: str, citation: str, verdict: str,
                series: [{variant: str, loss: float | null, layers: [{layer: int,
-               input_grad: float | null, weight_grad: float | null}]}]}
+               input_grad: float | null, weight_grad: float | null}]}],
+               last_layer_by_depth: [{depth: int, weight_grad: {variant: float | null}}]}
     """
 
     spec_name: str | None

@@ -45,7 +45,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from tfcli.analysis.depth.gradients import check_gradients, gradient_report
-from tfcli.checkpoints.npz import GivenArrays, read_weight_arrays
+from tfcli.checkpoints.npz import GivenArrays, read_npz_embeddings, read_weight_arrays
 from tfcli.spec.blueprint import block_part, norm_components
 from tfcli.analysis.depth.options import DepthSweepOptions
 from tfcli.analysis.depth.result import DepthPoint, DepthSweepResult, VariantSummary, flags_for
@@ -83,21 +83,25 @@ def run_depth_sweep(
     """
     _check_options(options)
     spec = _apply_overrides(spec, options)
+    options, x0 = given_inputs(spec, options)
     check_sweep_size(spec, options)
     setup = _Setup.build(spec, options)
     if options.gradients:
         check_gradients(spec, options, setup.d_model, setup.dtype.itemsize)
     given = given_weights(spec, options, setup.d_model)  # read and checked before the work
     with np.errstate(all="ignore"):  # overflow and NaN are measured, never raised
-        record, input_norm = _sweep(spec, setup, options, progress, given)
+        record, input_norm = _sweep(spec, setup, options, progress, given, x0)
     result = _result(spec, options, setup, record, input_norm)
+    notes = [] if x0 is None else [f"inputs: embeddings {x0.shape} from {options.inputs}."]
     if given is not None:
-        result = result.with_verdict(" ".join([*given.notes, result.verdict]))
+        notes += given.notes
+    if notes:
+        result = result.with_verdict(" ".join([*notes, result.verdict]))
     if not options.gradients:
         return result
     report = gradient_report(spec, options, setup.d_model, setup.dtype, setup.causal,
                              setup.weight_scale, setup.norm_eps,
-                             None if given is None else given.arrays)
+                             None if given is None else given.arrays, x0)
     return replace(result, gradients=report)
 
 
@@ -109,6 +113,7 @@ def check_depth_sweep(spec: Spec | None, options: DepthSweepOptions) -> None:
     bad options, and a sweep whose memory or work is past the limits (see sweep_size)."""
     _check_options(options)
     resolved = _apply_overrides(spec, options)
+    options, _ = given_inputs(resolved, options)
     check_sweep_size(resolved, options)
     if options.gradients:
         setup = _Setup.build(resolved, options)
@@ -250,13 +255,18 @@ class _Setup:
 
 def _sweep(spec: Spec | None, setup: _Setup, o: DepthSweepOptions,
            progress: Callable[[int, int], None] | None,
-           given: GivenArrays | None = None) -> tuple[SweepRecord, float]:
-    """Draw layer 0, the input and the directions from default_rng(seed); run the stack."""
+           given: GivenArrays | None = None,
+           given_x0: np.ndarray | None = None) -> tuple[SweepRecord, float]:
+    """Draw layer 0, the input and the directions from default_rng(seed); run the stack.
+    A given input (--inputs) replaces the drawn one after its draw, so that the directions
+    are the same draws as without it."""
     root = np.random.default_rng(o.seed)
     build = _builder(spec, o, setup, given)
     first_layer = build(root, 0)  # layer 0 is drawn first: the lesson draws W before X0
     shape = (o.batch, o.seq_len, setup.d_model)
     x0 = root.normal(size=shape).astype(setup.dtype)  # (B, T, d)
+    if given_x0 is not None:
+        x0 = given_x0.astype(setup.dtype)
     directions = root.normal(size=(o.n_directions, *shape)).astype(setup.dtype)  # (k, B, T, d)
     states = start_states(o.variants, x0, directions, setup.step_rel)
     record = run_stack(
@@ -265,6 +275,20 @@ def _sweep(spec: Spec | None, setup: _Setup, o: DepthSweepOptions,
     )
     input_norm = float(np.linalg.norm(x0.astype(np.float64), axis=-1).mean())
     return record, input_norm
+
+
+def given_inputs(spec: Spec | None,
+                 o: DepthSweepOptions) -> tuple[DepthSweepOptions, np.ndarray | None]:
+    """--inputs FILE.npz: its `embeddings` (B, N, d_model) are the stack's input X0, and its
+    B and N the sweep's --batch and --seq-len (the options come back with them set)."""
+    if o.inputs is None:
+        return o, None
+    d_model = spec.d_model if spec else _given(o).get("d_model", LINEAR_DEFAULT_D_MODEL)
+    owner = f"{spec.name}'s stacked layer" if spec else "the linear sublayer"
+    x0 = read_npz_embeddings(o.inputs, d_model, owner)  # (B, N, d)
+    if not np.isfinite(x0).all():
+        raise BadInputError(f"--inputs {o.inputs}: embeddings hold inf or NaN")
+    return replace(o, batch=x0.shape[0], seq_len=x0.shape[1]), x0
 
 
 def given_weights(spec: Spec | None, o: DepthSweepOptions, d_model: int) -> GivenArrays | None:
