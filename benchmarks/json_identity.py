@@ -40,7 +40,8 @@ README = [
 ]
 PER_SPEC = [
     "params {s}", "trace {s} --seq-len 64",
-    "memory {s} --seq-len 512", "memory {s} --seq-len 512 --train",
+    "memory {s} --seq-len 512", "memory {s} --seq-len 512 --attention engine",
+    "memory {s} --seq-len 512 --train",
     "memory {s} --seq-len 256 --train --recompute selective --lora-rank 8",
     "memory {s} --seq-len 256 --train --gpus 4 --zero 2 --tp 2",
     "perf {s} --gpu h100 --seq-len 512",

@@ -161,3 +161,78 @@ def test_a_trace_of_hostile_widths_allocates_nothing(base: str, field: str) -> N
     spec = load_spec(base).replace(**{field: 3 * 2**60}).with_layers(2)  # 12 | 3 * 2^60
     report = build_trace(spec, seq_len=4)
     assert report.total_params == total_parameters(spec)
+
+
+# --- views, copies and liveness (what the engine's live set reads) ---------------------------------
+
+_MOVES = st.sampled_from(["T", "swap", "slice", "step", "int", "reshape", "flat"])
+
+
+def _move(kind: str, a: np.ndarray | Shaped, pick: int) -> object:
+    """One view-or-copy operation on a real array or a Shaped of its shape, chosen by `kind`
+    and `pick` (both get the same one)."""
+    shape = a.shape
+    axis = pick % len(shape)
+    if kind == "T":
+        return a.T
+    if kind == "swap":
+        return a.swapaxes(0, -1)
+    if kind in ("slice", "step"):
+        key = (slice(None),) * axis + (slice(pick % shape[axis], None, 2 if kind == "step" else 1),)
+        return a[key]
+    if kind == "int" and len(shape) > 1:
+        return a[pick % shape[0]]
+    size = int(np.prod(shape))
+    divisors = [d for d in range(1, size + 1) if size % d == 0]
+    d = divisors[pick % len(divisors)]
+    return a.reshape((d, size // d) if kind == "reshape" else (1, size))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([1, 2, 3, 4, 6]), min_size=1, max_size=4),
+       st.lists(st.tuples(_MOVES, st.integers(0, 100)), min_size=1, max_size=4))
+def test_views_and_copies_as_numpy(shape: list[int], moves: list[tuple[str, int]]) -> None:
+    """After any chain of transposes, slices and reshapes, a Shaped is a view exactly where
+    NumPy's result shares memory with its input (a reshape of a strided array copies), with
+    NumPy's strides."""
+    real, shaped = np.zeros(shape, np.float32), Shaped(tuple(shape), np.float32)
+    for kind, pick in moves:
+        real_next, shaped_next = _move(kind, real, pick), _move(kind, shaped, pick)
+        assert shaped_next.shape == real_next.shape
+        if real_next.size > 1:
+            viewed = np.shares_memory(real, real_next)
+            assert (shaped_next.base is not None) == viewed, (kind, real.shape, real.strides)
+            if viewed:
+                steps = [s // 4 for s in real_next.strides]
+                assert all(a == b for a, b, n in zip(shaped_next._steps(), steps,
+                                                      real_next.shape) if n != 1)
+        real, shaped = real_next, shaped_next
+
+
+def test_watching_follows_owners_not_views() -> None:
+    import gc
+    import weakref
+
+    from tfcli.engine.shaped import watching
+
+    born: list[int] = []
+    alive: list[weakref.ref[Shaped]] = []
+
+    def seen(a: Shaped) -> None:
+        born.append(a.nbytes)
+        alive.append(weakref.ref(a))
+
+    x = Shaped((4, 8), np.float32)  # before the watch: not followed (as the weights)
+    with watching(seen):
+        y = x + 1.0  # a new array
+        view = y.T.reshape(32)[1:]  # a transpose, then its flattening copies
+        merged = y.reshape(32)  # a view of the contiguous result
+        with pytest.raises(RuntimeError, match="already watched"):
+            with watching(seen):
+                pass
+    assert born == [128, 128] and merged.base is y and view.base is not None
+    del y
+    gc.collect()
+    assert alive[0]() is not None  # merged, a view, keeps it alive
+    del merged
+    assert alive[0]() is None

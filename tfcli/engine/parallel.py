@@ -17,6 +17,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 
@@ -198,8 +199,9 @@ def linear_split(x: Array, owner: object, weights: tuple[str, ...],
 
     x (..., k), w_i (k, m_i) -> list of (..., m_i); fused, they are column views of one result.
     """
-    fused = None if is_shaped(x) else fused_projection(owner, weights, biases)
     ws = [getattr(owner, name) for name in weights]
+    fused = _shaped_fusion(ws, [getattr(owner, b) for b in biases]) if is_shaped(x) \
+        else fused_projection(owner, weights, biases)
     if fused is None:
         return [linear(x, w, getattr(owner, b)) for w, b in zip(ws, biases)]
     out = linear(x, *fused)  # (..., k) -> (..., sum m_i)
@@ -208,3 +210,16 @@ def linear_split(x: Array, owner: object, weights: tuple[str, ...],
         views.append(out[..., start : start + w.shape[1]])  # (..., m_i)
         start += w.shape[1]
     return views
+
+
+def _shaped_fusion(ws: list[Any], bs: list[Any]) -> tuple[Any, Any] | None:
+    """On shapes, the fused (W, b) that layout.arrange_weights makes of real weights (every
+    weight present; the biases all or none), as views of the first weight (no allocation):
+    the forward on shapes then allocates the one product and its column views as the engine
+    does, which the engine's live set (analysis/memory/record.py) follows."""
+    if any(w is None for w in ws) or any(b is None for b in bs) and any(b is not None for b in bs):
+        return None
+    width = sum(w.shape[1] for w in ws)
+    w = ws[0]._view((ws[0].shape[0], width))
+    b = None if bs[0] is None else bs[0]._view((width,))
+    return w, b

@@ -11,12 +11,19 @@ blueprint path, role and parameter count, which the op records of the trace read
 What needs values raises TypeError: `bool()` of one, `np.asarray`, a boolean mask. The engine
 takes its shape path explicitly (`is_shaped`) at the few places that branch on data (routing,
 masks, overflow checks) or choose a work split by size.
+
+A Shaped is an owner (what NumPy would allocate: a ufunc's result, a copy, a gather) or a view
+of one (`base`, as ndarray.base: a reshape of a contiguous array, a transpose, a basic slice),
+so that the engine's own references decide, as they do for ndarrays, when an allocation dies:
+`watching(callback)` hands every owner created meanwhile to `callback`, which may follow its
+life with a weakref (tfcli.analysis.memory.record: the engine's live set).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -30,24 +37,61 @@ _COMPARISONS = frozenset({np.greater, np.greater_equal, np.less, np.less_equal, 
                           np.logical_xor, np.isinf, np.isnan, np.isfinite, np.signbit})
 
 
-class Shaped(NDArrayOperatorsMixin):
-    """An array's shape and dtype, and for a weight its blueprint path, role and parameters."""
+_watcher: list[Callable[[Shaped], None]] = []  # watching(): who is told of each new owner
 
-    __slots__ = ("shape", "dtype", "path", "role", "params")
+
+@contextmanager
+def watching(callback: Callable[[Shaped], None]) -> Iterator[None]:
+    """Hand every owner Shaped created inside the block to `callback` (one watcher at a time:
+    a shape run is single-threaded)."""
+    if _watcher:
+        raise RuntimeError("shape-only arrays are already watched")
+    _watcher.append(callback)
+    try:
+        yield
+    finally:
+        _watcher.clear()
+
+
+class Shaped(NDArrayOperatorsMixin):
+    """An array's shape and dtype, and for a weight its blueprint path, role and parameters;
+    `base` is the owner a view keeps alive (None for an owner), `steps` its strides in
+    elements (None: C order), which decide whether a reshape is a view or NumPy's copy."""
+
+    __slots__ = ("shape", "dtype", "path", "role", "params", "base", "steps", "__weakref__")
 
     def __init__(self, shape: Iterable[int], dtype: Any = np.float32, path: str | None = None,
-                 role: str | None = None, params: int = 0) -> None:
+                 role: str | None = None, params: int = 0, base: Shaped | None = None) -> None:
         self.shape: Shape = shape if type(shape) is tuple else tuple(map(int, shape))  # type: ignore[assignment]
         self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self.path, self.role, self.params = path, role, params
+        self.base: Shaped | None = base
+        self.steps: Shape | None = None  # set by _view
+        if base is None and _watcher:
+            _watcher[0](self)
 
     def __repr__(self) -> str:
         named = f", {self.path}" if self.path else ""
         return f"Shaped({self.shape}, {self.dtype}{named})"
 
-    def _view(self, shape: Iterable[int]) -> Shaped:
-        """The same array (its weight identity kept) seen with another shape."""
-        return Shaped(shape, self.dtype, self.path, self.role, self.params)
+    def _view(self, shape: Iterable[int], steps: Shape | None = None) -> Shaped:
+        """The same array (its weight identity kept) seen with another shape and strides (in
+        elements; None: C order): a view."""
+        dims = tuple(shape)
+        if steps is not None and _c_ordered(dims, steps):
+            steps = None
+        view = Shaped(dims, self.dtype, self.path, self.role, self.params,
+                      self if self.base is None else self.base)
+        view.steps = steps
+        return view
+
+    def _steps(self) -> Shape:
+        return _c_steps(self.shape) if self.steps is None else self.steps
+
+    def _copy(self, shape: Iterable[int], dtype: Any = None) -> Shaped:
+        """A new array (its weight identity kept): what NumPy allocates for a copy."""
+        return Shaped(shape, self.dtype if dtype is None else dtype, self.path, self.role,
+                      self.params)
 
     # --- ndarray's attributes ------------------------------------------------------------------
 
@@ -69,7 +113,7 @@ class Shaped(NDArrayOperatorsMixin):
 
     @property
     def T(self) -> Shaped:  # noqa: N802  (ndarray's name)
-        return self._view(self.shape[::-1])
+        return self._view(self.shape[::-1], self._steps()[::-1])
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -84,26 +128,43 @@ class Shaped(NDArrayOperatorsMixin):
 
     def reshape(self, *shape: int | Iterable[int]) -> Shaped:
         dims = tuple(shape[0]) if len(shape) == 1 and not isinstance(shape[0], int) else shape
-        return self._view(_reshaped(self.shape, dims))  # type: ignore[arg-type]
+        new = _reshaped(self.shape, dims)  # type: ignore[arg-type]
+        if self.steps is None:
+            return self._view(new)
+        steps = _reshaped_steps(self.shape, self.steps, new)
+        # NumPy copies an array it cannot view in the new shape (merged strided axes)
+        return self._copy(new) if steps is None else self._view(new, steps)
 
     def transpose(self, *axes: int) -> Shaped:
         order = axes[0] if len(axes) == 1 and not isinstance(axes[0], int) else axes
         order = tuple(order) or tuple(range(self.ndim))[::-1]  # type: ignore[arg-type]
-        return self._view(self.shape[a] for a in order)
+        return self._moved(order)  # type: ignore[arg-type]
 
     def swapaxes(self, a: int, b: int) -> Shaped:
-        dims = list(self.shape)
-        dims[a], dims[b] = dims[b], dims[a]
-        return self._view(dims)
+        order = list(range(self.ndim))
+        order[a], order[b] = order[b], order[a]
+        return self._moved(order)
+
+    def _moved(self, order: Iterable[int]) -> Shaped:
+        """A view with its axes permuted."""
+        steps = self._steps()
+        axes = list(order)
+        return self._view([self.shape[a] for a in axes], tuple(steps[a] for a in axes))
 
     def astype(self, dtype: Any, copy: bool = True) -> Shaped:
-        return Shaped(self.shape, dtype, self.path, self.role, self.params)
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self
+        return self._copy(self.shape, dtype)
 
     def copy(self) -> Shaped:
-        return self._view(self.shape)
+        return self._copy(self.shape)
 
     def __getitem__(self, key: object) -> Shaped:
-        return self._view(_indexed(self.shape, key))
+        keys = key if isinstance(key, tuple) else (key,)
+        shape = _indexed(self.shape, key)
+        if any(_is_advanced(k) for k in keys):
+            return self._copy(shape)  # an integer array gathers: a new array
+        return self._view(shape, _sliced_steps(self.shape, self._steps(), keys))
 
     def __setitem__(self, key: object, value: object) -> None:
         _indexed(self.shape, key)  # the target must exist; nothing is written
@@ -153,6 +214,76 @@ class Shaped(NDArrayOperatorsMixin):
         if handler is None:
             raise TypeError(f"np.{func.__name__} is not defined on shape-only arrays")
         return handler(*args, **kwargs)
+
+
+def _c_steps(shape: Shape) -> Shape:
+    """C-order strides in elements."""
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def _c_ordered(shape: Shape, steps: Shape) -> bool:
+    """Whether strides are C order, axes of length 1 (any stride) aside."""
+    step = 1
+    for n, s in zip(reversed(shape), reversed(steps)):
+        if n != 1:
+            if s != step:
+                return False
+            step *= n
+    return True
+
+
+def _sliced_steps(shape: Shape, steps: Shape, keys: tuple[object, ...]) -> Shape:
+    """The strides of x[keys] for a basic index (integers, slices, None, one Ellipsis)."""
+    out: list[int] = []
+    given = sum(1 for k in keys if k is not None and k is not Ellipsis)
+    axis = 0
+    for k in keys:
+        if k is None:
+            out.append(0)
+        elif k is Ellipsis:
+            for _ in range(len(shape) - given):
+                out.append(steps[axis])
+                axis += 1
+        else:
+            if isinstance(k, slice):
+                out.append(steps[axis] * k.indices(shape[axis])[2])
+            axis += 1
+    return (*out, *steps[axis:])
+
+
+def _reshaped_steps(old: Shape, steps: Shape, new: Shape) -> Shape | None:
+    """The strides of a reshape that NumPy does as a view, or None where it must copy (its
+    _attempt_nocopy_reshape): each run of old axes that becomes a run of new ones must be C
+    order within itself."""
+    if 0 in old:
+        return _c_steps(new)
+    dims = [(n, s) for n, s in zip(old, steps) if n != 1]
+    on, os_ = [n for n, _ in dims], [s for _, s in dims]
+    out = [0] * len(new)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(new) and oi < len(on):
+        n_new, n_old = new[ni], on[oi]
+        while n_new != n_old:
+            if n_new < n_old:
+                n_new *= new[nj]
+                nj += 1
+            else:
+                n_old *= on[oj]
+                oj += 1
+        if any(os_[k] != on[k + 1] * os_[k + 1] for k in range(oi, oj - 1)):
+            return None
+        out[nj - 1] = os_[oj - 1]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * new[k]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    last = out[ni - 1] if ni >= 1 else 1
+    for k in range(ni, len(new)):
+        out[k] = last
+    return tuple(out)
 
 
 def is_shaped(x: object) -> bool:
@@ -371,7 +502,7 @@ def _span(start: int, stop: int, step: int) -> int:
 
 
 def _same(a: Any, *_: object, dtype: Any = None, **__: object) -> Any:
-    return a if dtype is None else a.astype(dtype)
+    return a.copy() if dtype is None else a.astype(dtype)
 
 
 def _clip(a: Any, low: Any, high: Any, **_: object) -> Shaped:
@@ -379,6 +510,13 @@ def _clip(a: Any, low: Any, high: Any, **_: object) -> Shaped:
 
 
 def _broadcast_to(a: Any, shape: Iterable[int], **_: object) -> Shaped:
+    if type(a) is Shaped:
+        dims = tuple(shape)
+        own = a._steps()
+        lead = len(dims) - len(own)
+        steps = tuple(0 if i < lead or a.shape[i - lead] != n else own[i - lead]
+                      for i, n in enumerate(dims))
+        return a._view(dims, steps)  # a read-only view, strides of 0 where broadcast
     return Shaped(shape, _dtype(a))
 
 

@@ -19,7 +19,7 @@ MEMORY = Path(__file__).resolve().parents[3] / "tfcli" / "analysis" / "memory"
 # the base layer: what a layout may import of the planner (and tfcli.core / spec / engine /
 # checkpoints below it)
 BASE = ("base", "live", "saved_parts", "latent", "rope_layouts", "window", "seq2seq",
-        "disentangled")
+        "disentangled", "record")
 
 # bundled spec -> the layout transformers' modules for it are walked by (sdpa, no fused modules)
 BUNDLED = {

@@ -129,7 +129,7 @@ def _arrays(reads: Iterable[object]) -> Iterator[Shaped]:
             yield from _arrays(item)
 
 
-def _signature(node: object) -> tuple[object, ...]:
+def block_signature(node: object) -> tuple[object, ...]:
     """What a block's rows depend on besides its spec view: its arrays' names (below the block)
     and shapes, in field order. Containers' own attributes, walked without dataclasses.fields
     (a 70B trace takes 80 of these)."""
@@ -138,9 +138,9 @@ def _signature(node: object) -> tuple[object, ...]:
         if isinstance(value, Shaped):
             out += (name, value.shape)
         elif isinstance(value, list):
-            out += (name, *(_signature(v) for v in value))
+            out += (name, *(block_signature(v) for v in value))
         elif value is not None:
-            out += (name, _signature(value))
+            out += (name, block_signature(value))
     return tuple(out)
 
 
@@ -166,7 +166,7 @@ class _Recorder(Recorder):
         stack, index = path.split(".")
         again = id(block) in self._blocks  # shared_layers: the same arrays, already owned
         self._blocks.add(id(block))
-        kind = (stack, id(view), again, _signature(block))
+        kind = (stack, id(view), again, block_signature(block))
         seen = self._kinds.get(kind)
         template = None if seen is None else self._template(kind, *seen)
         if template is None:
@@ -211,7 +211,7 @@ class _Recorder(Recorder):
                                   weights=tuple(paths)))  # type: ignore[arg-type]
 
 
-def _listed(spec: Spec, stack: str) -> int:
+def listed_blocks(spec: Spec, stack: str) -> int:
     """Blocks of `stack` the trace runs: all, or past MAX_LISTED_BLOCKS the first m and one
     standing for the identical blocks m..L-1 (uniform_tail), m + 1."""
     layers = spec.encoder_layers if stack == "encoder" else spec.decoder_layers
@@ -266,7 +266,7 @@ def _check_inputs(spec: Spec, batch: int, lengths: dict[str, int | None], dtype:
                                 f"{spec.name} (learned positions have no row past it)")
 
 
-def _shaped_input(spec: Spec, batch: int, seq: int, src: int | None,
+def shaped_input(spec: Spec, batch: int, seq: int, src: int | None,
                   tgt: int | None) -> ModelInput:
     """Shape-only token ids: the source and target of an encoder-decoder, else one sequence."""
     if src is None or tgt is None:
@@ -274,7 +274,7 @@ def _shaped_input(spec: Spec, batch: int, seq: int, src: int | None,
     return ModelInput(Shaped((batch, src), np.int64), decoder_tokens=Shaped((batch, tgt), np.int64))
 
 
-def _stacks(spec: Spec) -> tuple[str, ...]:
+def stacks_of(spec: Spec) -> tuple[str, ...]:
     if spec.family == "encoder-decoder":
         return ("encoder", "decoder")
     return ("encoder",) if spec.family == "encoder" else ("decoder",)
@@ -292,9 +292,9 @@ def build_trace(spec: Spec, *, batch: int = 1, seq_len: int | None = None,
     seq, src, tgt = _resolve_lengths(spec, seq_len, src_len, tgt_len)
     given = {"--seq-len": seq, "--src-len": src, "--tgt-len": tgt}
     _check_inputs(spec, batch, given, dtype)
-    run = {stack: _listed(spec, stack) for stack in _stacks(spec)}
+    run = {stack: listed_blocks(spec, stack) for stack in stacks_of(spec)}
     recorder = _Recorder(spec, dtype)
-    forward(spec, shaped_weights(spec, run), _shaped_input(spec, batch, seq, src, tgt), recorder)
+    forward(spec, shaped_weights(spec, run), shaped_input(spec, batch, seq, src, tgt), recorder)
     tokens = batch * (seq if src is None or tgt is None else src + tgt)
     return TraceReport(
         spec_name=spec.name, family=spec.family, batch=batch, seq_len=seq, src_len=src,

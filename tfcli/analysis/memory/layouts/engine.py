@@ -3,16 +3,19 @@ in query blocks of ~4 MB of scores run on `workers` threads at once (no (B, H, T
 exists), the FFN in rounds of rows split by hidden units across the workers, and DeBERTa's
 disentangled attention as the engine runs it. Inference only: the engine has no backward.
 
-Which buffers are freed when is written next to each phase (docs/memory.md has the whole list).
-Sizes are in elements of the compute dtype unless a name says bytes.
+Which arrays are alive between ops is not written here: the engine's own forward pass on
+shapes records it (record.py), so a change to the engine moves the plan with it. What a run on
+shapes cannot see is here: the working sets of the kernels that split their work by size and
+across threads (and Cody's erf, whose temporaries depend on the values). Sizes are in elements
+of the compute dtype unless a name says bytes.
 """
 
 from __future__ import annotations
 
-from tfcli.analysis.memory.base import (Phase, SavedActivations, Workload, activation, head_phases,
-                                        qkv_elements)
-from tfcli.analysis.memory.disentangled import (INDEX, against_all, elements, relative_positions,
-                                                rows, score, terms)
+from tfcli.analysis.memory.base import Phase, SavedActivations, Workload, activation
+from tfcli.analysis.memory.disentangled import INDEX, against_all, elements, score, terms
+from tfcli.analysis.memory.record import Interval, Kernel, phases, record_live
+from tfcli.analysis.memory.record import elements as record_elements
 from tfcli.core.errors import BadInputError
 from tfcli.spec.model import Spec
 
@@ -31,9 +34,6 @@ MIN_ROWWISE_ROWS = 256
 # d_model 64 spec) on random-init hidden values (tests/analysis/memory/layouts/test_engine.py);
 # 10 taken.
 ENGINE_ACTIVATION_SLICES = {"relu": 2.0, "gelu_tanh": 2.0, "silu": 3.0, "gelu": 10.0}
-# tfcli's log_bucket (NumPy) with its (T, T) int64 offsets: 40 bytes per entry at its widest
-# (tracemalloc; the float64 product of the float32 logs and the int64 sign among them)
-ENGINE_BUCKET_BYTES = 40
 
 
 def _engine_blocks(spec: Spec, work: Workload) -> float:
@@ -77,61 +77,30 @@ def _engine_ffn(spec: Spec, work: Workload) -> float:
     return workers * rows * d + workers * rows * width * slices
 
 
-def _rope_copies(spec: Spec, tokens: int) -> float:
-    """RoPE's new q and k (the fused Q/K/V output stays alive through v's view) and its tables."""
-    if spec.positions != "rope":
-        return 0
-    return tokens * (spec.n_heads + spec.kv_heads) * spec.head_dim + 2 * tokens * spec.rotary_width
+def _kernel(spec: Spec, work: Workload) -> Kernel:
+    """The elements each blocked kernel adds to what is alive when it starts (record.py: the
+    record cannot see blocks, threads or value-dependent temporaries): attention's output and
+    its score blocks in flight, the FFN's output and its rounds of hidden slices, a norm's output
+    and its scratch; DeBERTa's position terms, each its gather index, its (B, H, T, R) product
+    and the gathered copy (the first also the (B, H, T, T) bias it adds into). Other ops: None,
+    the record's own live set."""
+    index = elements(INDEX * work.seq_len ** 2, work)
+    first_term = terms(spec)[0] if spec.disentangled_attention else None
 
+    def extra(iv: Interval) -> float | None:
+        if iv.op == "scores":
+            b, h, t, _ = iv.output
+            return b * t * h * spec.head_dim + _engine_blocks(spec, work)
+        if iv.op == "ffn_up":
+            return record_elements(iv.output[:-1]) * spec.d_model + _engine_ffn(spec, work)
+        if iv.op == "norm":
+            return record_elements(iv.output) + _norm_scratch(work, iv.output[-1])
+        if iv.op in ("c2p", "p2c"):
+            bias = score(spec, work) if iv.op == first_term else 0
+            return bias + index + against_all(spec, work) + score(spec, work)
+        return None
 
-def _plain_phases(spec: Spec, work: Workload) -> list[Phase]:
-    """Live elements per phase of the engine's forward (tfcli/engine/model.py): the embedding
-    output stays referenced by forward() throughout, a block's input by forward_hidden's loop,
-    a sublayer's normed input by _sublayer until it returns."""
-    s, n, d = spec, work.tokens, spec.d_model
-    embed = n * d
-    x_in = n * d if s.n_layers > 1 else 0  # block 0's input is the embedding itself
-    pre = s.norm != "none" and s.norm_placement != "post"
-    h = n * d if pre else 0  # pre-norm: the normed input beside the residual
-    qkv = qkv_elements(s, n) + _rope_copies(s, n)
-    attn_out = n * s.n_heads * s.head_dim
-    phases = [
-        ("attention norm", embed + x_in + h + _norm_scratch(work, d)),
-        ("attention scores", embed + x_in + h + qkv + attn_out + _engine_blocks(s, work)),
-        ("attention output", embed + x_in + h + qkv + attn_out + n * d),
-        ("FFN norm", embed + x_in + 2 * n * d + _norm_scratch(work, d)),
-        ("FFN", embed + x_in + n * d + h + n * d + _engine_ffn(s, work)),
-        ("final norm", embed + 2 * n * d + _norm_scratch(work, d)),
-    ]
-    if s.post_sublayer_norms:  # x + P(F(..)): F's output, its norm and the norm's scratch
-        phases.append(("sublayer output norm", embed + x_in + 2 * n * d + h + 2 * n * d
-                       + _norm_scratch(work, d)))
-    return phases + head_phases(s, work, embed + n * d)
-
-
-def _disentangled_phases(spec: Spec, work: Workload) -> list[Phase]:
-    """The engine's phases (_plain_phases) with DeBERTa's arrays: the stack's normed table
-    held by forward_hidden; the (B, H, T, T) bias position_scores returns, held by
-    disentangled_attention through attend and the output projection; and per block the
-    relative positions (built per call), then each term's phase: the offsets, the projected
-    table, the bias, the clipped index, the (B, H, T, R) product and its gathered copy (the
-    terms run one after the other: one term's arrays at a time)."""
-    n, d, t = work.tokens, spec.d_model, work.seq_len
-    table = rows(spec) * d
-    bias = score(spec, work)
-    phases = [(name, e + table + (bias if name in ("attention scores", "attention output")
-                                  else 0))
-              for name, e in _plain_phases(spec, work)]
-    base = n * d + (n * d if spec.n_layers > 1 else 0) + table + 3 * n * d  # embed, x, qkv
-    offsets = elements(INDEX * t * t, work)
-    projected = len(terms(spec)) * table
-    index = elements(INDEX * t * t, work)
-    return phases + [
-        ("relative positions",
-         base + elements(relative_positions(spec, work, ENGINE_BUCKET_BYTES), work)),
-        ("position scores",
-         base + offsets + projected + bias + index + against_all(spec, work) + bias),
-    ]
+    return extra
 
 
 # what of a spec the engine's live set does not model yet, named in its refusal
@@ -152,11 +121,11 @@ def _check_modelled(spec: Spec) -> None:
 
 
 def live(spec: Spec, work: Workload, attention: str, fused: frozenset[str]) -> list[Phase]:
-    """The engine's live set per phase (its own layout: `fused` names transformers' modules)."""
+    """The engine's live set per phase (its own layout: `fused` names transformers' modules):
+    the engine's forward on shapes records what is alive between ops (record.py), the blocked
+    kernels add their working sets."""
     _check_modelled(spec)
-    if spec.disentangled_attention:
-        return _disentangled_phases(spec, work)
-    return _plain_phases(spec, work)
+    return phases(record_live(spec, work.batch, work.seq_len), _kernel(spec, work))
 
 
 def saved(spec: Spec, work: Workload, attention: str, recompute: str, tp: int, dropout: bool,
