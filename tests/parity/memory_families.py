@@ -120,6 +120,9 @@ DECODERS = (
     Family("gemma", "GemmaForCausalLM", "GemmaConfig",  # MQA, gated gelu_pytorch_tanh
            SMALL | dict(num_key_value_heads=1, head_dim=16), optimizer=True),
     Family("qwen2", "Qwen2ForCausalLM", "Qwen2Config", SMALL, optimizer=True),  # Q/K/V biases
+    Family("granite", "GraniteForCausalLM", "GraniteConfig",  # the four multipliers
+           SMALL | dict(embedding_multiplier=12.0, residual_multiplier=0.22,
+                        attention_multiplier=0.0625, logits_scaling=16.0), optimizer=True),
     Family("smollm3", "SmolLM3ForCausalLM", "SmolLM3Config",  # block 1 of 2 without RoPE
            SMALL | dict(no_rope_layer_interval=2, pad_token_id=0, bos_token_id=0,
                         eos_token_id=0), optimizer=True),

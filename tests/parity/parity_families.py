@@ -260,6 +260,28 @@ def smollm3_flags() -> PreTrainedModel:
                                             tie_word_embeddings=False))
 
 
+# --- Granite ---------------------------------------------------------------------------------
+# Granite-3.x's four multipliers at their published values (embedding 12, residual 0.22,
+# logits / 16) but the attention multiplier at 1/head_dim of this head size; GQA, tied.
+
+GRANITE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+           "num_hidden_layers": 3, "intermediate_size": 96, "vocab_size": VOCAB,
+           "max_position_embeddings": 64, "pad_token_id": 0, "bos_token_id": 1,
+           "eos_token_id": 2, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0},
+           "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+           "attention_multiplier": 1 / 16, "logits_scaling": 16.0, "tie_word_embeddings": True}
+
+
+def granite(**changes: object) -> PreTrainedModel:
+    from transformers import GraniteConfig, GraniteForCausalLM
+    return GraniteForCausalLM(GraniteConfig(**GRANITE | changes))
+
+
+def granite_biased() -> PreTrainedModel:
+    """Untied, with attention and MLP biases."""
+    return granite(tie_word_embeddings=False, attention_bias=True, mlp_bias=True)
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -276,5 +298,7 @@ ROWS = [
     Family("gemma3-layer-types", gemma3_layer_types, GEMMA_PROMPTS),
     Family("smollm3", smollm3),
     Family("smollm3-flags", smollm3_flags),
+    Family("granite", granite),
+    Family("granite-biased", granite_biased),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

@@ -220,6 +220,16 @@ QWEN3_30B_A3B = {  # Qwen/Qwen3-30B-A3B config.json
     "sliding_window": None, "tie_word_embeddings": False, "use_sliding_window": False,
     "vocab_size": 151936,
 }
+GRANITE_3_3_8B = {  # ibm-granite/granite-3.3-8b-instruct config.json (3.1 / 3.2 8B share it)
+    "architectures": ["GraniteForCausalLM"], "model_type": "granite", "attention_bias": False,
+    "attention_dropout": 0.0, "attention_multiplier": 0.0078125, "bos_token_id": 0,
+    "embedding_multiplier": 12.0, "eos_token_id": 0, "hidden_act": "silu", "hidden_size": 4096,
+    "initializer_range": 0.02, "intermediate_size": 12800, "logits_scaling": 16.0,
+    "max_position_embeddings": 131072, "mlp_bias": False, "num_attention_heads": 32,
+    "num_hidden_layers": 40, "num_key_value_heads": 8, "pad_token_id": 0,
+    "residual_multiplier": 0.22, "rms_norm_eps": 1e-05, "rope_scaling": None,
+    "rope_theta": 10000000.0, "tie_word_embeddings": True, "vocab_size": 49159,
+}
 SMOLLM3_3B = {  # HuggingFaceTB/SmolLM3-3B config.json (the keys it sets; every 4th layer NoPE)
     "architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "attention_bias": False,
     "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 11008,

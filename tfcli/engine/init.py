@@ -9,6 +9,7 @@ new weight is added to the blueprint once.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
@@ -160,8 +161,23 @@ def shaped_weights(spec: Spec, blocks: dict[str, int]) -> Weights:
 
     Only blocks 0..blocks[stack]-1 of each stack are built, so a 10^9-layer spec stays a few
     objects. A block's experts are one entry standing for all E of them (path `experts.*`, E
-    times the parameters): on shapes, the routed experts are one op.
+    times the parameters): on shapes, the routed experts are one op. Memoised: the forward on
+    shapes only reads the tree, and a memory sweep or a repeated trace asks for the same one
+    (building it is a fifth of a folded trace's time).
     """
+    key = tuple(sorted(blocks.items()))
+    try:
+        return _shaped_weights(spec, key)
+    except TypeError:  # a spec with a list field (DeBERTa's terms) is not hashable: build it
+        return _build_shaped(spec, blocks)
+
+
+@lru_cache(maxsize=16)
+def _shaped_weights(spec: Spec, blocks: tuple[tuple[str, int], ...]) -> Weights:
+    return _build_shaped(spec, dict(blocks))
+
+
+def _build_shaped(spec: Spec, blocks: dict[str, int]) -> Weights:
     items: list[tuple[str, Array | None]] = []
     for c in blueprint(spec):
         if c.tied:  # a tied head reads the array it shares

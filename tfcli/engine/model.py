@@ -79,6 +79,9 @@ def _sublayer(
         h = _norm(spec, norm, x)
         probe("norm", h.shape, (x,), (norm,))
     out = body(h)  # (B, T, d), a fresh array: the residual is added into it
+    if spec.residual_multiplier is not None:  # Granite: x + m F(N(x))
+        out *= out.dtype.type(spec.residual_multiplier)
+        probe("residual_scale", out.shape, (out,))
     if has_norm and placement in NORM_AFTER_BODY:
         normed = _norm(spec, post_norm, out)  # a fresh array too
         probe("norm", normed.shape, (out,), (post_norm,))
@@ -240,6 +243,9 @@ def embed(spec: Spec, weights: Weights, tokens: Array, positions: Array,
     if spec.scale_embeddings:  # Gemma: sqrt(d) as a float32 scalar, cast as transformers does
         x *= np.float32(spec.d_model**0.5).astype(x.dtype)
         probe("embed_scale", x.shape, (x,))
+    elif spec.embedding_multiplier is not None:  # Granite: x * m, a Python float as torch's
+        x *= x.dtype.type(spec.embedding_multiplier)
+        probe("embed_scale", x.shape, (x,))
     rows = (tokens.shape[1], spec.d_model)  # the position rows added, as the trace lists them
     if spec.positions == "learned":
         x += weights.position_embedding[positions + spec.position_offset]  # (1|B, T, e)
@@ -292,6 +298,9 @@ def output_logits(spec: Spec, weights: Weights, hidden: Array, probe: Probe = NO
     matrix = weights.lm_head if weights.lm_head is not None else weights.token_embedding.T
     probe("logits", logits.shape, (hidden,),
           (matrix, weights.lm_head_bias, weights.final_logits_bias))
+    if spec.logits_scaling is not None:  # Granite: logits / s
+        logits /= logits.dtype.type(spec.logits_scaling)
+        probe("logits_scaling", logits.shape, (logits,))
     if spec.final_logit_softcap is not None:
         softcap_(logits, spec.final_logit_softcap)
         probe("softcap", logits.shape, (logits,))

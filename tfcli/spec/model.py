@@ -198,6 +198,16 @@ class Spec(BaseModel):
     final_logit_softcap: float | None = Field(
         None, gt=0, description="Soft-cap c of the output logits: c * tanh(z / c) (Gemma 2); "
         "default none. Needs lm_head.")
+    # Granite's scalar multipliers (its fourth, attention_multiplier, is attention_scale)
+    embedding_multiplier: float | None = Field(
+        None, gt=0, description="Token embeddings times this (Granite's embedding_multiplier); "
+        "default none. Not with scale_embeddings.")
+    residual_multiplier: float | None = Field(
+        None, gt=0, description="Each sublayer's output times this before the residual add "
+        "(Granite): x + m F(N(x)); default none. Pre-norm, without a parallel residual.")
+    logits_scaling: float | None = Field(
+        None, gt=0, description="The vocabulary logits divided by this (Granite's "
+        "logits_scaling); default none. Needs lm_head.")
     type_vocab_size: int = Field(0, ge=0, description="Token-type (segment) vocabulary (BERT).")
     pooler: bool = Field(False, description="BERT pooler: tanh(W h[CLS] + b).")
     body_only: str | None = Field(
@@ -684,9 +694,23 @@ def _check_gemma(spec: Spec) -> None:
                                    "layer_pattern with local layers")
     if spec.final_logit_softcap is not None and not spec.lm_head:
         raise SpecConsistencyError("final_logit_softcap", "needs lm_head: true")
+    _check_multipliers(spec)
     if spec.norm_unit_offset and spec.norm not in ("layernorm", "rmsnorm"):
         raise SpecConsistencyError("norm_unit_offset", f"needs a norm with a weight "
                                    f"(layernorm or rmsnorm), got {spec.norm!r}")
+
+
+def _check_multipliers(spec: Spec) -> None:
+    """Granite's multipliers where they mean what Granite means."""
+    if spec.embedding_multiplier is not None and spec.scale_embeddings:
+        raise SpecConsistencyError("embedding_multiplier", "and scale_embeddings both scale "
+                                   "the token embeddings: set one")
+    if spec.residual_multiplier is not None and (
+            spec.norm_placement != "pre" or spec.parallel_residual != "off"):
+        raise SpecConsistencyError("residual_multiplier", "needs norm_placement: pre and no "
+                                   "parallel_residual (x + m F(N(x)))")
+    if spec.logits_scaling is not None and not spec.lm_head:
+        raise SpecConsistencyError("logits_scaling", "needs lm_head: true")
 
 
 def _check_relative(spec: Spec) -> None:

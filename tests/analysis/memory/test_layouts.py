@@ -27,7 +27,7 @@ BUNDLED = {
     "deberta-v3-base": "deberta", "deepseek-v2-lite": "generic", "deepseek-v3": "generic",
     "distilbert-base-uncased": "generic", "electra-small-discriminator": "generic",
     "falcon-7b": "generic", "gemma-2-9b": "generic", "gemma-2b": "generic",
-    "gemma-3-1b": "generic", "gpt-j-6b": "generic", "gpt2-medium": "gpt2", "gpt2": "gpt2",
+    "gemma-3-1b": "generic", "gpt-j-6b": "generic", "granite-3.3-8b": "generic", "gpt2-medium": "gpt2", "gpt2": "gpt2",
     "lesson-tiny": "generic", "llama-2-70b": "generic", "llama-2-7b": "generic",
     "llama-3-8b": "generic", "llama-3.1-8b": "generic", "llama-3.2-1b": "generic",
     "mistral-7b": "generic", "mixtral-8x7b": "generic", "modernbert-base": "modernbert",

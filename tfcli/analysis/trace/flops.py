@@ -94,6 +94,8 @@ _RULES: dict[str, Rule] = {
     **dict.fromkeys(("norm", "q_norm", "k_norm", "embedding_norm", "transform_norm",
                      "classifier_norm", "q_a_norm", "kv_a_norm"), _elementwise(NORM_FLOPS)),
     "embed_scale": _elementwise(1),
+    "residual_scale": _elementwise(1),
+    "logits_scaling": _elementwise(1),
     **dict.fromkeys(("position_embedding", "token_type_embedding"), _elementwise(ADD_FLOPS)),
     "mean_pool": lambda o, spec: ADD_FLOPS * math.prod(o.inputs[0]) + math.prod(o.output),
     **dict.fromkeys(("token_embedding", "relative_embedding"), lambda o, spec: 0),

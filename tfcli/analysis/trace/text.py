@@ -27,6 +27,11 @@ def _gemma_text(spec: Spec) -> str:
         parts.append(" Embedding scale by sqrt(d_model) (embed_scale): 1 per element.")
     if spec.norm_unit_offset:
         parts.append(" (1 + weight) norms (norm_unit_offset): the norm figure.")
+    scaled = [row for row, field in (("embed_scale", spec.embedding_multiplier),
+                                      ("residual_scale", spec.residual_multiplier),
+                                      ("logits_scaling", spec.logits_scaling)) if field is not None]
+    if scaled:
+        parts.append(f" Scalar multipliers ({', '.join(scaled)}): 1 per element.")
     return "".join(parts)
 
 

@@ -22,6 +22,7 @@ from tfcli.checkpoints.families import bart
 from tfcli.checkpoints.families import modernbert
 from tfcli.checkpoints.families import deberta
 from tfcli.checkpoints.families import smollm3
+from tfcli.checkpoints.families import granite
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
@@ -72,6 +73,7 @@ FAMILIES: dict[str, Family] = {
     "modernbert": Family(modernbert.DEFAULTS, modernbert.read, modernbert.TABLE),
     "deberta-v2": Family(deberta.DEFAULTS, deberta.read, deberta.TABLE),
     "smollm3": Family(smollm3.DEFAULTS, smollm3.read, smollm3.TABLE, smollm3.CLASSES),
+    "granite": Family(granite.DEFAULTS, granite.read, granite.TABLE, granite.CLASSES),
 }
 # every family's table with the classifier of the classification heads (names.with_classifier)
 TABLES: dict[str, Table] = {kind: with_classifier(family.table) for kind, family in FAMILIES.items()}
