@@ -195,18 +195,18 @@ class Shaped(NDArrayOperatorsMixin):
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         out = kwargs.get("out")
         if method == "__call__":
-            result = _call(ufunc, inputs)
+            shape, dtype = _call(ufunc, inputs)
         elif method == "reduce":
             axis = inputs[1] if len(inputs) > 1 else kwargs.get("axis", 0)
-            result = Shaped(_reduce_shape(_shape(inputs[0]), axis, kwargs.get("keepdims", False)),
-                            _dtype(inputs[0]))
+            shape = _reduce_shape(_shape(inputs[0]), axis, kwargs.get("keepdims", False))
+            dtype = _dtype(inputs[0])
         else:
             return NotImplemented
-        if out is not None:
+        if out is not None:  # in place: nothing is allocated (the engine's live set counts on it)
             target = out[0] if isinstance(out, tuple) else out
-            _broadcast(result.shape, target.shape)  # as NumPy: the result must fit
+            _broadcast(shape, target.shape)  # as NumPy: the result must fit
             return target
-        return result
+        return Shaped(shape, dtype)
 
     def __array_function__(self, func: Callable[..., Any], types: object, args: tuple[Any, ...],
                            kwargs: dict[str, Any]) -> Any:
@@ -349,7 +349,8 @@ def _describe(x: Any) -> tuple[Shape, Any]:
     return _shape(x), _dtype(x)
 
 
-def _call(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Shaped:
+def _call(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> tuple[Shape, np.dtype]:
+    """The shape and dtype of ufunc(*inputs)."""
     key = (ufunc, *map(_describe, inputs))
     hit = _CALLS.get(key)
     if hit is None:
@@ -357,7 +358,7 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Shaped:
         if len(_CALLS) >= _MAX_CALLS:  # bounded: shapes of a long-running process vary
             _CALLS.clear()
         _CALLS[key] = hit
-    return Shaped(*hit)
+    return hit
 
 
 def _call_result(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> tuple[Shape, np.dtype]:

@@ -110,3 +110,21 @@ def test_the_position_scores_are_the_peak_at_long_sequences() -> None:
     assert peak.phase.startswith("position scores")
     names = {name for name, _ in peak.phases}
     assert {"pos key proj in encoder.1.attn", "attention scores in encoder.1.attn"} <= names
+
+
+# bundled architectures at a reduced width (2 layers, d_model 256, vocab 8000): each one's own
+# head (a logits bias, a soft-cap, a masked-LM transform), parallel residuals, partial rotary
+REDUCED = {
+    "gemma-2-9b": dict(d_model=256, n_heads=4, n_kv_heads=2, d_head=64, d_ff=512),
+    "gpt-j-6b": dict(d_model=256, n_heads=4, d_ff=1024, rotary_dim=16),
+    "phi-2": dict(d_model=256, n_heads=4, d_ff=1024, rotary_dim=16),
+    "modernbert-base": dict(d_model=256, n_heads=4, d_ff=512),
+    "falcon-7b": dict(d_model=256, n_heads=4, d_ff=1024),
+    "olmo-2-7b": dict(d_model=256, n_heads=4, n_kv_heads=4, d_ff=512),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCED))
+def test_bundled_architectures_at_a_reduced_width(one_worker: None, name: str) -> None:
+    spec = load_spec(name).with_layers(2).replace(vocab_size=8000, **REDUCED[name])
+    assert_within(spec, 1, 512, 1)
