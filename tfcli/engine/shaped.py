@@ -216,6 +216,27 @@ class Shaped(NDArrayOperatorsMixin):
         return handler(*args, **kwargs)
 
 
+def _operator(ufunc: np.ufunc, reflected: bool = False,
+              in_place: bool = False) -> Callable[..., Any]:
+    """A Shaped operator straight to __array_ufunc__: NumPy's own dispatch of `x + y` costs
+    more than the shape arithmetic, and a trace is mostly operators. Other operands than
+    arrays and scalars go to NumPy's rules (NotImplemented), as the mixin's would."""
+    def apply(self: Shaped, other: Any) -> Any:
+        if not isinstance(other, (Shaped, np.ndarray, np.generic, int, float, bool)):
+            return NotImplemented
+        operands = (other, self) if reflected else (self, other)
+        kwargs = {"out": (self,)} if in_place else {}
+        return self.__array_ufunc__(ufunc, "__call__", *operands, **kwargs)
+    return apply
+
+
+for _name, _ufunc in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                      ("truediv", np.true_divide), ("matmul", np.matmul)):
+    setattr(Shaped, f"__{_name}__", _operator(_ufunc))
+    setattr(Shaped, f"__r{_name}__", _operator(_ufunc, reflected=True))
+    setattr(Shaped, f"__i{_name}__", _operator(_ufunc, in_place=True))
+
+
 def _c_steps(shape: Shape) -> Shape:
     """C-order strides in elements."""
     out, step = [], 1
