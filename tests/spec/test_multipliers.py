@@ -35,6 +35,8 @@ BAD = [  # (YAML, field, message part)
      "parallel_residual"),
     (PRE + "lm_head: false\nlogits_scaling: 4\n", "logits_scaling", "needs lm_head"),
     (PRE + "logits_scaling: -1\n", "logits_scaling", "greater than 0"),
+    (PRE + "residual_multiplier: 1e308\n", "residual_multiplier", "float32 constant"),
+    (PRE + "embedding_multiplier: 1e-320\n", "embedding_multiplier", "float32 constant"),
 ]
 
 

@@ -746,7 +746,12 @@ INIT_STD_RANGE = (1e-6, 1e3)
 # 1e39 rounds to inf and every norm outputs 0). At 1 or more it outweighs the O(1) variance it
 # only guards against dividing by zero.
 FLOAT32_TINY = 1.1754943508222875e-38  # np.finfo(np.float32).tiny; no NumPy import here
+FLOAT32_MAX = 3.4028234663852886e38  # np.finfo(np.float32).max
 NORM_EPS_RANGE = (FLOAT32_TINY, 1.0)
+# Granite's multipliers are float32 constants in the engine's narrowest dtype, as in torch: a
+# value float32 cannot hold would be 0 or inf before any activation is scaled by it.
+MULTIPLIER_RANGE = (FLOAT32_TINY, FLOAT32_MAX)
+_MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "logits_scaling")
 
 
 _SCALE_RANGES = (  # (field, (low, high), format of low, why)
@@ -765,6 +770,13 @@ def _check_scales(spec: Spec) -> None:
         if not low <= value <= high:
             raise SpecConsistencyError(
                 name, f"must lie in [{low:{low_format}}, {high:g}] (got {shown(value)}): {why}")
+    low, high = MULTIPLIER_RANGE
+    for name in _MULTIPLIERS:
+        value = getattr(spec, name)
+        if value is not None and not low <= value <= high:
+            raise SpecConsistencyError(
+                name, f"must lie in [{low:.3g}, {high:.3g}] (got {shown(value)}): the engine "
+                "holds it as a float32 constant, which would be 0 or inf")
 
 
 FIELD_NAMES: tuple[str, ...] = tuple(Spec.model_fields)
