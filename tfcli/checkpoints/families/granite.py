@@ -28,10 +28,9 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     fields, notes = llama.read_llama(c, arch)
     fields.pop("sliding_window", None)  # Granite has none (read_llama reads it for others)
     fields["attention_scale"] = c.number("attention_multiplier")
-    for key, field in (("embedding_multiplier", "embedding_multiplier"),
-                       ("residual_multiplier", "residual_multiplier"),
-                       ("logits_scaling", "logits_scaling")):
+    # the config keys are the spec fields' names; a bare model has no logits to scale
+    for key in ("embedding_multiplier", "residual_multiplier", "logits_scaling"):
         value = _multiplier(c, key)
-        if value is not None and (field != "logits_scaling" or arch.lm_head):
-            fields[field] = value
+        if value is not None and (key != "logits_scaling" or arch.lm_head):
+            fields[key] = value
     return fields, notes
