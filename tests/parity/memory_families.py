@@ -128,6 +128,10 @@ DECODERS = (
                         eos_token_id=0), optimizer=True),
     Family("mixtral", "MixtralForCausalLM", "MixtralConfig",  # top-2 of 4 experts
            SMALL | dict(num_local_experts=4, num_experts_per_tok=2), optimizer=True),
+    Family("granitemoe", "GraniteMoeForCausalLM", "GraniteMoeConfig",  # stacked experts,
+           SMALL | dict(num_local_experts=4, num_experts_per_tok=2,  # the multipliers
+                        embedding_multiplier=12.0, residual_multiplier=0.22,
+                        attention_multiplier=0.0625, logits_scaling=16.0), optimizer=True),
     Family("qwen2_moe", "Qwen2MoeForCausalLM", "Qwen2MoeConfig", SMALL | dict(  # + a gated
         moe_intermediate_size=64, shared_expert_intermediate_size=96,  # shared expert
         num_experts=4, num_experts_per_tok=2), optimizer=True),

@@ -282,6 +282,22 @@ def granite_biased() -> PreTrainedModel:
     return granite(tie_word_embeddings=False, attention_bias=True, mlp_bias=True)
 
 
+# GraniteMoE: the same multipliers, every FFN top-2 of 5 SwiGLU experts stored stacked (E, ., .)
+GRANITE_MOE = GRANITE | {"intermediate_size": 32, "num_local_experts": 5, "num_experts_per_tok": 2}
+
+
+def granitemoe(**changes: object) -> PreTrainedModel:
+    from transformers import GraniteMoeConfig, GraniteMoeForCausalLM
+    model = GraniteMoeForCausalLM(GraniteMoeConfig(**GRANITE_MOE | changes))
+    model.set_experts_implementation("eager")  # grouped_mm has no float64 kernel
+    return model
+
+
+def granitemoe_untied() -> PreTrainedModel:
+    """Untied, top-1 routing (a softmax over one logit: weight 1), attention biases."""
+    return granitemoe(tie_word_embeddings=False, num_experts_per_tok=1, attention_bias=True)
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -300,5 +316,7 @@ ROWS = [
     Family("smollm3-flags", smollm3_flags),
     Family("granite", granite),
     Family("granite-biased", granite_biased),
+    Family("granitemoe", granitemoe),
+    Family("granitemoe-untied", granitemoe_untied),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

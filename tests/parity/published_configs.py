@@ -230,6 +230,22 @@ GRANITE_3_3_8B = {  # ibm-granite/granite-3.3-8b-instruct config.json (3.1 / 3.2
     "residual_multiplier": 0.22, "rms_norm_eps": 1e-05, "rope_scaling": None,
     "rope_theta": 10000000.0, "tie_word_embeddings": True, "vocab_size": 49159,
 }
+GRANITE_3_1_3B_A800M = {  # ibm-granite/granite-3.1-3b-a800m-instruct config.json
+    "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
+    "attention_bias": False, "attention_dropout": 0.1, "attention_multiplier": 0.015625,
+    "bos_token_id": 0, "embedding_multiplier": 12.0, "eos_token_id": 0, "hidden_act": "silu",
+    "hidden_size": 1536, "initializer_range": 0.02, "intermediate_size": 512,
+    "logits_scaling": 6.0, "max_position_embeddings": 131072, "num_attention_heads": 24,
+    "num_experts_per_tok": 8, "num_hidden_layers": 32, "num_key_value_heads": 8,
+    "num_local_experts": 40, "output_router_logits": False, "pad_token_id": 0,
+    "residual_multiplier": 0.22, "rms_norm_eps": 1e-06, "rope_scaling": None,
+    "rope_theta": 10000000, "router_aux_loss_coef": 0.0, "tie_word_embeddings": True,
+    "vocab_size": 49155,
+}
+GRANITE_3_1_1B_A400M = GRANITE_3_1_3B_A800M | {  # ibm-granite/granite-3.1-1b-a400m-instruct
+    "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+    "num_local_experts": 32, "logits_scaling": 6.0,
+}
 SMOLLM3_3B = {  # HuggingFaceTB/SmolLM3-3B config.json (the keys it sets; every 4th layer NoPE)
     "architectures": ["SmolLM3ForCausalLM"], "model_type": "smollm3", "attention_bias": False,
     "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 11008,

@@ -1,7 +1,8 @@
-"""Granite's four multipliers against transformers' GraniteForCausalLM (the table-driven modules
-run its rows' logits, generation, counts and trace; here what is Granite's own): each multiplier
-moves the logits by far more than the tolerance, so that a parity that ignored one would fail,
-and the float64 logits match to 1e-10."""
+"""Granite's four multipliers against transformers' GraniteForCausalLM and GraniteMoeForCausalLM
+(the table-driven modules run their rows' logits, generation, counts and trace; here what is
+Granite's own): each multiplier moves the logits by far more than the tolerance, so that a
+parity that ignored one would fail, and the float64 logits match to 1e-10. GraniteMoE's routing
+(softmax over the chosen logits) is checked against its renormalised-top-k reading."""
 
 from __future__ import annotations
 
@@ -10,18 +11,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.parity.parity_families import granite, right_padded, tokens
+from tests.parity.parity_families import granite, granitemoe, right_padded, tokens
 from tests.parity.saved_models import real_logits, save_random
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64, _rope_f64
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
-    path = tmp_path_factory.mktemp("granite")
+BUILDERS = {"granite": granite, "granitemoe": granitemoe}
+
+
+@pytest.fixture(scope="module", params=list(BUILDERS))
+def saved(request: pytest.FixtureRequest,
+          tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
+    path = tmp_path_factory.mktemp(request.param)
     # std 0.15: logits of order 1, so that a multiplier's effect is measured against them
-    return save_random(granite, path, std=0.15), path
+    return save_random(BUILDERS[request.param], path, std=0.15), path
 
 
 def _transformers_logits(model: object) -> np.ndarray:
@@ -64,13 +69,26 @@ def test_each_multiplier_moves_the_logits_far_past_the_tolerance(saved: tuple[ob
     np.testing.assert_allclose(got, want, **F32)
 
 
+def _router_f64(self: object, x: object) -> tuple:
+    """GraniteMoeTopKRouter in float64 (transformers casts its logits to float32), written as
+    tfcli reads it: the top-k of the softmax over all experts, renormalised - equal to the
+    softmax over the k chosen logits."""
+    import torch
+    logits = torch.nn.functional.linear(x, self.weight)  # type: ignore[attr-defined]
+    top, index = torch.topk(logits.softmax(dim=-1), self.top_k, dim=-1)  # type: ignore[attr-defined]
+    return logits, top / top.sum(dim=-1, keepdim=True), index
+
+
 def test_float64_logits_match(saved: tuple[object, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Granite's RMSNorm and RoPE run in float32 inside transformers whatever the dtype: the
-    float64 reference replaces them, as test_hf_parity.py does LLaMA's."""
+    """Granite's RMSNorm, RoPE and router run in float32 inside transformers whatever the
+    dtype: the float64 reference replaces them, as test_hf_parity.py does LLaMA's."""
     import torch
     from transformers.models.granite import modeling_granite as granite_module
-    monkeypatch.setattr(granite_module.GraniteRMSNorm, "forward", _rms_norm_f64)
-    monkeypatch.setattr(granite_module.GraniteRotaryEmbedding, "forward", _rope_f64)
+    from transformers.models.granitemoe import modeling_granitemoe as moe_module
+    for module, prefix in ((granite_module, "Granite"), (moe_module, "GraniteMoe")):
+        monkeypatch.setattr(getattr(module, f"{prefix}RMSNorm"), "forward", _rms_norm_f64)
+        monkeypatch.setattr(getattr(module, f"{prefix}RotaryEmbedding"), "forward", _rope_f64)
+    monkeypatch.setattr(moe_module.GraniteMoeTopKRouter, "forward", _router_f64)
     from tfcli.checkpoints import load_weights, spec_from_config_dir
     from tfcli.engine.model import ModelInput, forward
 

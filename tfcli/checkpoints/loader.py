@@ -10,7 +10,6 @@ against `tfcli.spec.counts.total_parameters`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,8 @@ from tfcli.core.arrays import Array
 from tfcli.checkpoints.configs import config_file, model_type, read_config, spec_from_config_dir
 from tfcli.checkpoints.families import TABLES
 from tfcli.checkpoints.gguf.file import is_gguf
-from tfcli.checkpoints.names import Rule, Table, engine_paths, expected_shape
+from tfcli.checkpoints.names import (Rule, Table, engine_paths, expand, expected_shape,
+                                     tensors_per_block, unstacked)
 from tfcli.checkpoints.tensors import TensorSource
 from tfcli.engine.init import Initializer
 from tfcli.engine.layout import arrange_weights
@@ -63,19 +63,6 @@ class Step:
     ours: tuple[str, ...]
 
 
-def _counts(spec: Spec, path: str) -> dict[str, int]:
-    stack = path.split(".")[0]
-    layers = {"encoder": spec.encoder_layers, "decoder": spec.decoder_layers}.get(stack, 0)
-    return {"i": layers, "e": spec.n_experts}
-
-
-def _expand(rule: Rule, spec: Spec, base: str) -> Iterator[tuple[str, tuple[str, ...]]]:
-    counts = _counts(spec, rule.ours[0])
-    for i in range(counts["i"]) if "{i}" in rule.hf else [0]:
-        for e in range(counts["e"]) if "{e}" in rule.hf else [0]:
-            yield (rule.hf.format(base=base, i=i, e=e), tuple(p.format(i=i, e=e) for p in rule.ours))
-
-
 def plan(table: Table, spec: Spec, base: str, slots: dict[str, Array],
          stored: dict[str, str]) -> tuple[list[Step], list[str]]:
     """The steps that fill `slots`, and the checkpoint names they need but are missing (each
@@ -84,7 +71,7 @@ def plan(table: Table, spec: Spec, base: str, slots: dict[str, Array],
     for rule in table.rules:
         if not rule.when(spec):
             continue
-        for hf, ours in _expand(rule, spec, base):
+        for hf, ours in expand(rule, spec, base):
             if not all(p in slots for p in ours):
                 continue  # this variant does not exist for the spec (bias: false, dense FFN, ...)
             if hf in stored:
@@ -95,17 +82,23 @@ def plan(table: Table, spec: Spec, base: str, slots: dict[str, Array],
 
 
 def _owned(array: Array) -> Array:
-    """`array` in memory NumPy allocated itself. NumPy asks Linux for transparent huge pages on
+    """`array` in memory NumPy allocated itself (or a view of such: an expert of a stacked one). NumPy asks Linux for transparent huge pages on
     large allocations; safetensors' buffers get none, and the TLB misses cost decode steps,
     which stream every weight once per token (GPT-2 small: 23.5-29.8 tok/s from safetensors'
     buffers, 26.9-31.5 after a copy, 3 alternating runs)."""
-    return array if array.flags.owndata else array.copy()
+    owner = array if array.flags.owndata else array.base
+    return array if isinstance(owner, np.ndarray) and owner.flags.owndata else array.copy()
 
 
 def convert(rule: Rule, array: Array, shapes: list[tuple[int, ...]],
             d_head: int | None = None) -> list[Array]:
     """The arrays `rule` makes of checkpoint tensor `array`, for Weights slots of `shapes`
     (`d_head`: the spec's head width, which `split_heads3` cuts at)."""
+    if rule.stacked:  # (E, ...): each expert's slice as its own tensor, `shapes` expert by expert
+        per_expert, one = len(rule.ours), unstacked(rule)
+        return [piece for e, expert in enumerate(_owned(array))
+                for piece in convert(one, expert, shapes[e * per_expert:(e + 1) * per_expert],
+                                     d_head)]
     if rule.transform == "split_heads3":
         return _split_heads3(array, d_head)
     if rule.transform == "split_grouped_qkv":
@@ -225,7 +218,7 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
                             "load_gguf_weights")
     kind = model_type(read_config(directory), str(config_file(directory)))
     with TensorSource(directory) as source:
-        _check_block_count(spec, source)
+        _check_block_count(TABLES[kind], spec, source)
         weights = skeleton(spec, dtype)
         slots = dict(named_arrays(weights))
         steps = checked_plan(TABLES[kind], spec, slots, source, kind, truncated)
@@ -238,10 +231,10 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
     return arrange_weights(weights)
 
 
-def _check_block_count(spec: Spec, source: TensorSource) -> None:
+def _check_block_count(table: Table, spec: Spec, source: TensorSource) -> None:
     """Every block (and expert) needs tensors of its own: a spec with more of them than the
     checkpoint holds tensors is refused before skeleton() and plan() loop over billions."""
-    if spec.total_layers * max(1, spec.n_experts) > len(source.names):
+    if spec.total_layers * tensors_per_block(table, spec) > len(source.names):
         raise BadInputError(f"{source.directory}: the spec has {spec.total_layers:,} blocks "
                             f"but the checkpoint holds only {len(source.names):,} tensors")
 

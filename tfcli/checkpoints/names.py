@@ -17,12 +17,16 @@ gate_up_proj: gate | up); `split_heads3` is that for a fused q/k/v whose rows ar
 each head's q, k, v together (GPT-NeoX's query_key_value, (H, 3, d_head, in));
 `split_grouped_qkv` cuts Falcon's query_key_value, grouped per key/value head: (n_kv, heads
 per group + 2, d_head, in), the group's queries, then its key and value.
+
+A `stacked` rule reads one tensor holding every expert of a block along its first axis
+(GraniteMoE's input_linear (E, 2 d_ff, d)): its `{e}`-templated Weights paths are filled for each
+expert in turn, each slice taking the rule's transform as a tensor of its own would.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
@@ -43,6 +47,7 @@ class Rule:
     ours: tuple[str, ...]  # Weights path template(s); three for split3, the pieces for split_linear
     transform: Transform = "copy"
     when: Callable[[Spec], bool] = always  # extra condition (T5's gated vs plain FFN names)
+    stacked: bool = False  # one tensor (n_experts, ...): every expert's along the first axis
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,9 @@ class Table:
 def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     """The checkpoint shape that `rule` turns into arrays of `shapes` (the loader checks it
     before reading; `tfcli params` compares checkpoint headers with it)."""
+    if rule.stacked:  # shapes: each expert's pieces in turn
+        per_expert = len(rule.ours)
+        return (len(shapes) // per_expert, *expected_shape(unstacked(rule), shapes[:per_expert]))
     if rule.transform == "linear":
         return shapes[0][::-1]
     if rule.transform == "split3":
@@ -70,6 +78,35 @@ def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]
 def rule(hf: str, ours: str, transform: Transform = "copy",
          when: Callable[[Spec], bool] = always) -> Rule:
     return Rule(hf, (ours,), transform, when)
+
+
+def stacked(hf: str, ours: str | tuple[str, ...], transform: Transform = "copy") -> Rule:
+    """One tensor of every expert (E, ...) -> each expert's `ours` ({e}-templated)."""
+    return Rule(hf, (ours,) if isinstance(ours, str) else ours, transform, stacked=True)
+
+
+def unstacked(rule: Rule) -> Rule:
+    """The rule one expert's slice of a stacked tensor takes."""
+    return replace(rule, stacked=False)
+
+
+def expand(rule: Rule, spec: Spec, base: str) -> Iterator[tuple[str, tuple[str, ...]]]:
+    """(checkpoint name, Weights paths) for every block and expert `rule` names: one name per
+    expert for `{e}` in the name, one name for all a block's experts for a stacked rule."""
+    stack = rule.ours[0].split(".")[0]
+    layers = {"encoder": spec.encoder_layers, "decoder": spec.decoder_layers}.get(stack, 0)
+    for i in range(layers) if "{i}" in rule.hf else [0]:
+        for e in range(spec.n_experts) if "{e}" in rule.hf else [0]:
+            experts = range(spec.n_experts) if rule.stacked else [e]
+            yield (rule.hf.format(base=base, i=i, e=e),
+                   tuple(p.format(i=i, e=k) for k in experts for p in rule.ours))
+
+
+def tensors_per_block(table: Table, spec: Spec) -> int:
+    """The fewest tensors a checkpoint of `table` stores per block: one per expert when its
+    experts are tensors of their own (a bound for refusing specs of more blocks than stored)."""
+    per_expert = any("{e}" in r.hf for r in table.rules if r.when(spec))
+    return max(1, spec.n_experts) if per_expert else 1
 
 
 def linear(hf: str, weight: str, bias: str, when: Callable[[Spec], bool] = always) -> list[Rule]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from tfcli.checkpoints.names import Table, expected_shape
+from tfcli.checkpoints.names import Table, expand, expected_shape, tensors_per_block
 from tfcli.spec.blueprint import EVERY, components, concrete_paths
 from tfcli.spec.model import Spec
 
@@ -120,23 +120,18 @@ def _expected(table: Table, spec: Spec, base: str) -> dict[str, tuple[int, ...]]
     """Stored name -> expected stored shape, for every tensor the spec's arrays come from."""
     shapes = _spec_shapes(spec)
     expected: dict[str, tuple[int, ...]] = {}
-    layers = max(spec.encoder_layers, spec.decoder_layers)
     for rule in table.rules:
         if not rule.when(spec):
             continue
-        for i in range(layers) if "{i}" in rule.hf else [0]:
-            for e in range(spec.n_experts) if "{e}" in rule.hf else [0]:
-                ours = [p.format(i=i, e=e) for p in rule.ours]
-                if all(p in shapes for p in ours):
-                    name = rule.hf.format(base=base, i=i, e=e)
-                    expected[name] = expected_shape(rule, [shapes[p] for p in ours])
+        for name, ours in expand(rule, spec, base):
+            if all(p in shapes for p in ours):
+                expected[name] = expected_shape(rule, [shapes[p] for p in ours])
     return expected
 
 
 def differences(table: Table, spec: Spec, tensors: list[StoredTensor]) -> tuple[str, ...]:
     """Each way the stored tensors differ from the spec's arrays, by tensor name."""
-    blocks = spec.total_layers * max(1, spec.n_experts)
-    if blocks > len(tensors):  # each block (and expert) stores tensors of its own: the names
+    if spec.total_layers * tensors_per_block(table, spec) > len(tensors):  # each block (and expert) stores tensors of its own: the names
         # are not listed, as a spec of a billion layers would list billions (the loader's rule)
         return (f"the spec has {spec.total_layers:,} blocks"
                 f"{f' of {spec.n_experts:,} experts' if spec.n_experts else ''} but the "

@@ -74,6 +74,8 @@ FAMILIES: dict[str, Family] = {
     "deberta-v2": Family(deberta.DEFAULTS, deberta.read, deberta.TABLE),
     "smollm3": Family(smollm3.DEFAULTS, smollm3.read, smollm3.TABLE, smollm3.CLASSES),
     "granite": Family(granite.DEFAULTS, granite.read, granite.TABLE, granite.CLASSES),
+    "granitemoe": Family(granite.MOE_DEFAULTS, granite.read_moe, granite.MOE_TABLE,
+                         granite.MOE_CLASSES),
 }
 # every family's table with the classifier of the classification heads (names.with_classifier)
 TABLES: dict[str, Table] = {kind: with_classifier(family.table) for kind, family in FAMILIES.items()}
