@@ -298,6 +298,35 @@ def granitemoe_untied() -> PreTrainedModel:
     return granitemoe(tie_word_embeddings=False, num_experts_per_tok=1, attention_bias=True)
 
 
+# --- gpt-oss ---------------------------------------------------------------------------------
+# Attention sinks, q/k/v/o biases, [sliding, full] layers with a window shorter than the inputs,
+# YaRN at factor 4 over a 16-token pretraining context, top-2 of 4 experts behind a biased
+# router, biased experts and the clamped SwiGLU at a limit low enough to clip (0.5: random
+# weights' activations are small); experts stored stacked, gate and up interleaved.
+
+GPT_OSS = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+           "num_hidden_layers": 3, "intermediate_size": 32, "vocab_size": VOCAB,
+           "max_position_embeddings": 64, "num_local_experts": 4, "num_experts_per_tok": 2,
+           "sliding_window": WINDOW, "swiglu_limit": 0.5, "pad_token_id": 0, "bos_token_id": 1,
+           "eos_token_id": 2, "rope_parameters": {
+               "rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0,
+               "truncate": False, "original_max_position_embeddings": 16, "rope_theta": 1000.0}}
+
+
+def gpt_oss(**changes: object) -> PreTrainedModel:
+    from transformers import GptOssConfig, GptOssForCausalLM
+    model = GptOssForCausalLM(GptOssConfig(**GPT_OSS | changes))
+    model.set_experts_implementation("eager")  # grouped_mm has no float64 kernel
+    return model
+
+
+def gpt_oss_full() -> PreTrainedModel:
+    """Every layer full attention (layer_types), plain RoPE, tied, top-1, no attention bias."""
+    return gpt_oss(layer_types=["full_attention"] * 3, tie_word_embeddings=True,
+                   num_experts_per_tok=1, attention_bias=False,
+                   rope_parameters={"rope_type": "default", "rope_theta": 1000.0})
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -318,5 +347,7 @@ ROWS = [
     Family("granite-biased", granite_biased),
     Family("granitemoe", granitemoe),
     Family("granitemoe-untied", granitemoe_untied),
+    Family("gpt-oss", gpt_oss, GEMMA_PROMPTS),
+    Family("gpt-oss-full", gpt_oss_full),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

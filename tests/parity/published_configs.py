@@ -230,6 +230,28 @@ GRANITE_3_3_8B = {  # ibm-granite/granite-3.3-8b-instruct config.json (3.1 / 3.2
     "residual_multiplier": 0.22, "rms_norm_eps": 1e-05, "rope_scaling": None,
     "rope_theta": 10000000.0, "tie_word_embeddings": True, "vocab_size": 49159,
 }
+GPT_OSS_20B = {  # openai/gpt-oss-20b config.json (the experts stored MXFP4)
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "attention_bias": True,
+    "attention_dropout": 0.0, "eos_token_id": 200002, "experts_per_token": 4, "head_dim": 64,
+    "hidden_act": "silu", "hidden_size": 2880, "initial_context_length": 4096,
+    "initializer_range": 0.02, "intermediate_size": 2880,
+    "layer_types": ["sliding_attention", "full_attention"] * 12,
+    "max_position_embeddings": 131072, "num_attention_heads": 64, "num_experts_per_tok": 4,
+    "num_hidden_layers": 24, "num_key_value_heads": 8, "num_local_experts": 32,
+    "output_router_logits": False, "pad_token_id": 199999,
+    "quantization_config": {"modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"],
+        "quant_method": "mxfp4"},
+    "rms_norm_eps": 1e-05, "rope_scaling": {
+        "beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0,
+        "original_max_position_embeddings": 4096, "rope_type": "yarn", "truncate": False},
+    "rope_theta": 150000, "router_aux_loss_coef": 0.9, "sliding_window": 128,
+    "swiglu_limit": 7.0, "tie_word_embeddings": False, "use_cache": True, "vocab_size": 201088,
+}
+GPT_OSS_120B = GPT_OSS_20B | {  # openai/gpt-oss-120b config.json
+    "num_hidden_layers": 36, "num_local_experts": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 18,
+}
 GRANITE_3_1_3B_A800M = {  # ibm-granite/granite-3.1-3b-a800m-instruct config.json
     "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
     "attention_bias": False, "attention_dropout": 0.1, "attention_multiplier": 0.015625,

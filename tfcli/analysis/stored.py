@@ -12,7 +12,7 @@ from tfcli.checkpoints.gguf.file import read_gguf
 from tfcli.checkpoints.gguf.names import GGUF_TABLES
 from tfcli.checkpoints.gguf.spec import gguf_architecture
 from tfcli.checkpoints.safetensors_header import INDEX_FILE, SINGLE_FILE, checkpoint_entries
-from tfcli.checkpoints.stored import StoredTensor, StoredWeights, stored_weights
+from tfcli.checkpoints.stored import StoredTensor, StoredWeights, merged_mxfp4, stored_weights
 from tfcli.core.errors import BadInputError
 from tfcli.spec.counts import total_parameters
 from tfcli.spec.model import Spec
@@ -36,8 +36,15 @@ def _safetensors(folder: str, spec: Spec) -> StoredWeights | None:
     tensors = [StoredTensor(name, e.dtype, e.shape, e.nbytes) for name, e in sorted(entries.items())]
     method = _quant_method(config.get("quantization_config"))
     table = TABLES[model_type(config, str(root / "config.json"))]
+    tensors, method = _readable(tensors, method)
     return stored_weights(folder, "safetensors", table, spec, tensors, total_parameters(spec),
                           method)
+
+
+def _readable(tensors: list[StoredTensor], method: str) -> tuple[list[StoredTensor], str]:
+    """MXFP4 (gpt-oss) is read as stored: its pairs merged, checked tensor by tensor like any
+    other checkpoint; other quantisation methods stay summarised as packed."""
+    return (merged_mxfp4(tensors), "") if method == "mxfp4" else (tensors, method)
 
 
 def _hub(source: Source, spec: Spec) -> StoredWeights | None:
@@ -56,9 +63,10 @@ def _hub(source: Source, spec: Spec) -> StoredWeights | None:
                              (f"the checkpoint headers cannot be read: {exc.message}",))
     if found is None:
         return None
-    tensors = [StoredTensor(*entry) for entry in found]
+    tensors, method = _readable([StoredTensor(*entry) for entry in found],
+                                _quant_method(config.get("quantization_config")))
     return stored_weights(spec_arg, "safetensors on the Hub", table, spec, tensors,
-                          total_parameters(spec), _quant_method(config.get("quantization_config")))
+                          total_parameters(spec), method)
 
 
 def _quant_method(quantized: object) -> str:

@@ -321,13 +321,16 @@ class Model:
 
     @in_api_terms
     def perf(self, gpu: str, *, batch: Axis = 1, seq_len: Axis | None = None,
-             dtype: str | None = None, kv_dtype: str | None = None, mfu: float = 0.5,
+             dtype: str | None = None, kv_dtype: str | None = None,
+             expert_dtype: str | None = None, mfu: float = 0.5,
              train: bool = False, recompute: str = "none", train_tokens: float | None = None,
              gpus: int = 1, attention: str = "eager", convention: FlopConvention | None = None,
              plot: str | None = None) -> PerfEstimate | SweepResult[Any]:
         """Roofline estimate on `gpu` (`tfcli.gpus()`, or "cpu": this machine, measured):
         prefill, time to first token, decode tokens/s and, with `train`, FLOPs per token, step
-        time and GPU-hours for `train_tokens`. Several `batch` / `seq_len` values sweep."""
+        time and GPU-hours for `train_tokens`. Several `batch` / `seq_len` values sweep.
+        `expert_dtype` ("mxfp4", or a dtype): the routed experts' matrices as stored (gpt-oss's
+        MXFP4: 4.25 bits a weight) in the weights prefill and decode read."""
         from tfcli.analysis.perf.estimate import PerfOptions, build_perf_estimate, default_seq_len
         from tfcli.analysis.trace.conventions import FlopConvention
 
@@ -338,7 +341,8 @@ class Model:
         options = PerfOptions(
             gpu=gpu, batch=points.batches[0],
             seq_len=None if seq_len is None else points.seq_lens[0], dtype=dtype,
-            kv_dtype=kv_dtype, mfu=mfu, train=train, recompute=recompute, tokens=train_tokens,
+            kv_dtype=kv_dtype, expert_dtype=expert_dtype, mfu=mfu, train=train,
+            recompute=recompute, tokens=train_tokens,
             gpus=gpus, attention=attention, convention=convention or FlopConvention())
         if points.is_sweep:
             from tfcli.analysis.sweep import perf_sweep

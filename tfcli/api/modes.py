@@ -61,6 +61,8 @@ MODE_RULES: dict[str, tuple[ModeRule, ...]] = {
     "perf": (
         ModeRule(("--train-tokens", "--recompute", "--gpus"), "with --train", _training,
                  "prefill and decode are estimated on one accelerator, without backward"),
+        ModeRule(("--expert-dtype",), "without --train", lambda v: not _training(v),
+                 "training runs on the experts' unpacked weights"),
     ),
     "trace": (
         ModeRule(("--seed",), "with --execute", lambda v: bool(v.get("execute")),

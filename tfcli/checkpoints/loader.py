@@ -107,6 +107,8 @@ def convert(rule: Rule, array: Array, shapes: list[tuple[int, ...]],
         # nn.Linear (out, in) -> (in, out) as a transposed view; arrange_weights then copies
         # only the matrices whose layout differs (not the down and output projections)
         return [_owned(array).T]
+    if rule.transform == "deinterleave":  # (..., k w) -> k strided views (..., w)
+        return [array[..., j::len(shapes)] for j in range(len(shapes))]
     if rule.transform == "split3":
         # GPT-2's c_attn (d, 3d) -> wq, wk, wv as column views: already fused (see arrange_weights)
         return np.split(_owned(array), 3, axis=-1)

@@ -16,7 +16,8 @@ rule's arrays at the widths the spec gives them (Phi-3's qkv_proj: q | k | v, un
 gate_up_proj: gate | up); `split_heads3` is that for a fused q/k/v whose rows are head-major,
 each head's q, k, v together (GPT-NeoX's query_key_value, (H, 3, d_head, in));
 `split_grouped_qkv` cuts Falcon's query_key_value, grouped per key/value head: (n_kv, heads
-per group + 2, d_head, in), the group's queries, then its key and value.
+per group + 2, d_head, in), the group's queries, then its key and value. `deinterleave` deals
+the last axis out to the rule's arrays in turn (gpt-oss's gate_up_proj: gate 0::2, up 1::2).
 
 A `stacked` rule reads one tensor holding every expert of a block along its first axis
 (GraniteMoE's input_linear (E, 2 d_ff, d)): its `{e}`-templated Weights paths are filled for each
@@ -34,7 +35,7 @@ from typing import Literal
 from tfcli.spec.model import Spec
 
 Transform = Literal["copy", "linear", "split3", "split_linear", "split_heads3",
-                    "split_grouped_qkv"]
+                    "split_grouped_qkv", "deinterleave"]
 
 
 def always(spec: Spec) -> bool:
@@ -68,7 +69,7 @@ def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]
         return (len(shapes) // per_expert, *expected_shape(unstacked(rule), shapes[:per_expert]))
     if rule.transform == "linear":
         return shapes[0][::-1]
-    if rule.transform == "split3":
+    if rule.transform in ("split3", "deinterleave"):
         return (*shapes[0][:-1], sum(s[-1] for s in shapes))
     if rule.transform in ("split_linear", "split_heads3", "split_grouped_qkv"):  # (sum, in) / bias
         return (sum(s[-1] for s in shapes), *shapes[0][:-1])

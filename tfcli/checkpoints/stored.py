@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
+from tfcli.checkpoints import mxfp4
 from tfcli.checkpoints.names import Table, expand, expected_shape, tensors_per_block
 from tfcli.spec.blueprint import EVERY, components, concrete_paths
 from tfcli.spec.model import Spec
@@ -29,6 +30,19 @@ class StoredTensor:
     dtype: str  # the storage type: "Q4_K", "F16", "BF16", ...
     shape: tuple[int, ...]
     n_bytes: int
+
+
+def merged_mxfp4(tensors: list[StoredTensor]) -> list[StoredTensor]:
+    """`tensors` with each MXFP4 `_blocks` / `_scales` pair as the one tensor it stores
+    (dtype "MXFP4", the dequantised shape, both parts' bytes: 4.25 bits a weight), as the
+    loader reads it."""
+    by_name = {t.name: t for t in tensors}
+    found = mxfp4.pairs({t.name: (t.dtype, t.shape) for t in tensors})
+    parts = {part for pair in found.values() for part in pair}
+    merged = [StoredTensor(base, "MXFP4", mxfp4.dequantized_shape(by_name[blocks].shape),
+                           by_name[blocks].n_bytes + by_name[scales].n_bytes)
+              for base, (blocks, scales) in found.items()]
+    return sorted([t for t in tensors if t.name not in parts] + merged, key=lambda t: t.name)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from tfcli.core.arrays import Array
+from tfcli.checkpoints import mxfp4
 from tfcli.checkpoints.fields import shown
 from tfcli.checkpoints.safetensors_header import DTYPE_BYTES, Entry, checkpoint_entries
 from tfcli.core.errors import BadInputError
@@ -74,6 +75,8 @@ class TensorSource:
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory)
         self.entries = checkpoint_entries(self.directory)
+        # MXFP4 tensors (gpt-oss's experts): `X_blocks` + `X_scales` read as the one tensor X
+        self.packed = mxfp4.pairs({n: (e.dtype, e.shape) for n, e in self.entries.items()})
 
     def __enter__(self) -> TensorSource:
         return self
@@ -84,13 +87,18 @@ class TensorSource:
 
     @property
     def names(self) -> list[str]:
-        return sorted(self.entries)
+        parts = {part for pair in self.packed.values() for part in pair}
+        return sorted({*self.entries, *self.packed} - parts)
 
     def shape(self, name: str) -> tuple[int, ...]:
+        if name in self.packed:
+            return mxfp4.dequantized_shape(self.entries[self.packed[name][0]].shape)
         return self.entries[name].shape
 
     def get(self, name: str, dtype: np.dtype | Any) -> Array:
-        """The tensor `name`, converted to `dtype`."""
+        """The tensor `name`, converted to `dtype` (an MXFP4 pair dequantised)."""
+        if name in self.packed:
+            return self._dequantized(name, dtype)
         entry = self.entries[name]
         reader = READERS.get(entry.dtype)
         if reader is None:
@@ -107,3 +115,15 @@ class TensorSource:
         # in place rather than reshape(): a view would make the loader copy it (loader._owned)
         array.shape = entry.shape
         return array
+
+    def _dequantized(self, name: str, dtype: np.dtype | Any) -> Array:
+        blocks, scales = (self.entries[part] for part in self.packed[name])
+        try:
+            return mxfp4.dequantize(_raw(blocks, "u1").reshape(blocks.shape),
+                                    _raw(scales, "u1").reshape(scales.shape), dtype)
+        except OSError as exc:
+            raise BadInputError(f"{blocks.file}: cannot be read ({exc.strerror})") from None
+        except ValueError as exc:  # a NaN scale
+            raise BadInputError(f"{scales.file}: tensor {shown(name + '_scales')}: "
+                                f"{exc}") from None
+

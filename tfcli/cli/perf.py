@@ -38,6 +38,16 @@ class PerfDtype(str, Enum):
     float32 = "float32"
 
 
+class ExpertDtype(str, Enum):
+    """`tfcli perf --expert-dtype`: the routed experts' matrices as stored."""
+
+    mxfp4 = "mxfp4"
+    bfloat16 = "bfloat16"
+    float16 = "float16"
+    float8 = "float8"
+    float32 = "float32"
+
+
 class Attention(str, Enum):
     eager = "eager"
     flash = "flash"
@@ -70,6 +80,7 @@ def perf_cmd(
     seq_len: Annotated[str | None, typer.Option("--seq-len", metavar="N[,N...]", help="Prompt length and decode context; training sequence length (default min(max_seq_len, 1024)); a comma list (1024,8192) sweeps.")] = None,
     dtype: Annotated[PerfDtype | None, typer.Option("--dtype", help="Matmul and weight dtype (default: bfloat16, else float16, else float32, as the accelerator has).")] = None,
     kv_dtype: Annotated[PerfDtype | None, typer.Option("--kv-dtype", help="KV-cache dtype (default: --dtype; bfloat16 for float8).")] = None,
+    expert_dtype: Annotated[ExpertDtype | None, typer.Option("--expert-dtype", help="The routed experts' matrices as stored (mxfp4: gpt-oss's checkpoints, 4.25 bits a weight); default --dtype.")] = None,
     mfu: Annotated[float, typer.Option("--mfu", help="Model FLOP/s utilisation, in (0, 1]: the share of peak a compute-bound step reaches.")] = 0.5,
     train: Annotated[bool, typer.Option("--train", help="Also estimate training: FLOPs per token, step time, tokens/s.")] = False,
     recompute: Annotated[Recompute, typer.Option("--recompute", help="Training: none (x3 forward) or full recomputation (x4).")] = Recompute.none,
@@ -96,7 +107,8 @@ def perf_cmd(
 
     result = api.load(spec, layers=layers).perf(
         gpu, batch=batch, seq_len=seq_len, dtype=None if dtype is None else dtype.value,
-        kv_dtype=None if kv_dtype is None else kv_dtype.value, mfu=mfu, train=train,
+        kv_dtype=None if kv_dtype is None else kv_dtype.value,
+        expert_dtype=None if expert_dtype is None else expert_dtype.value, mfu=mfu, train=train,
         recompute=recompute.value, train_tokens=tokens, gpus=gpus, attention=attention.value,
         convention=flop_convention(macs, causal_half, window, matmuls_only), plot=plot)
     if isinstance(result, SweepResult):

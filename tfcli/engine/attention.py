@@ -14,7 +14,7 @@ import numpy as np
 from tfcli.core.arrays import Array
 from tfcli.engine.cache import LayerCache
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
-from tfcli.engine.ops import apply_norm, softcap_, softmax_
+from tfcli.engine.ops import apply_norm, softcap_, softmax_, softmax_sink_
 from tfcli.engine.parallel import linear, linear_split, parallel_for, split
 from tfcli.engine.positions import apply_rope, rope_tables
 from tfcli.engine.shaped import empty, is_shaped
@@ -32,6 +32,7 @@ class ScoreMask(NamedTuple):
     key_mask: Array | None = None  # (B, S) bool, True = real key
     position_bias: Array | None = None  # broadcastable to (B, H, T, S), added to the scores
     softcap: float | None = None  # c: scores become c * tanh(scores / c) before all the above
+    sinks: Array | None = None  # (H,): one more logit per head in each softmax (gpt-oss)
 
 
 def split_heads(x: Array, n_heads: int) -> Array:
@@ -91,7 +92,7 @@ def _mask_block(scores: Array, q0: int, k0: int, mask: ScoreMask) -> None:
     """
     if is_shaped(scores):
         return
-    causal_offset, window, key_mask, position_bias, softcap = mask
+    causal_offset, window, key_mask, position_bias, softcap, _ = mask
     n_queries, n_keys = scores.shape[2], scores.shape[3]
     if softcap is not None:  # on the scaled scores, before bias and masks (Gemma 2)
         softcap_(scores, softcap)
@@ -143,6 +144,13 @@ def _first_key(q0: int, causal_offset: int | None, window: int | None) -> int:
     return max(0, causal_offset + q0 - window + 1)
 
 
+def _sink_rows(sinks: Array, n_kv: int, n_queries: int) -> Array:
+    """The sink logit of each row of a query block's scores (B, Hkv, g*c, K), whose rows are
+    each K/V head's g query heads, c queries each: sinks (H,) -> (1, Hkv, g*c, 1)."""
+    per_head = sinks.reshape(n_kv, -1, 1)  # (H,) -> (Hkv, g, 1)
+    return np.repeat(per_head, n_queries, axis=2).reshape(1, n_kv, -1, 1)
+
+
 def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMask(),
            probe: Probe = NO_PROBE) -> Array:
     """softmax(scale q k^T + bias) v with K/V shared by groups of query heads.
@@ -169,7 +177,10 @@ def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMa
         scores = np.matmul(q_block, keys_t[..., k0:n_used])  # (B, Hkv, g*c, K)
         _mask_block(scores.reshape(batch, n_heads, q1 - q0, n_used - k0), q0, k0,
                     mask)  # the reshape is a view: masks land in `scores`
-        softmax_(scores)
+        if mask.sinks is None or is_shaped(scores):
+            softmax_(scores)
+        else:
+            softmax_sink_(scores, _sink_rows(mask.sinks, n_kv, q1 - q0))
         mixed = np.matmul(scores, v[:, :, k0:n_used])  # (B, Hkv, g*c, dv)
         out[:, q0:q1] = mixed.reshape(batch, n_heads, q1 - q0, d_value).transpose(0, 2, 1, 3)
 
@@ -179,7 +190,7 @@ def attend(q: Array, k: Array, v: Array, scale: float, mask: ScoreMask = ScoreMa
     probe("scores", scores, (q, k), (mask.position_bias,))
     if mask.softcap is not None:  # applied per block in _mask_block, reported in trace order
         probe("softcap", scores, (scores,))
-    probe("softmax", scores, (scores,))
+    probe("softmax", scores, (scores,), (mask.sinks,))
     probe("weighted_sum", (batch, n_heads, length, d_value), (scores, v))
     return out
 
@@ -222,7 +233,7 @@ def attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
         k, v = cache.update(offset, k, v)  # (B, Hkv, start + T, dh) views
     key_mask = None if inputs.key_mask is None else np.asarray(inputs.key_mask, dtype=bool)
     mask = ScoreMask(offset if inputs.causal else None, spec.sliding_window, key_mask,
-                     inputs.position_bias, spec.attn_logit_softcap)
+                     inputs.position_bias, spec.attn_logit_softcap, w.sinks)
     return _heads_out(spec, w, (q, k, v), mask, probe, (x, x))
 
 

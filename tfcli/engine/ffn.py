@@ -6,7 +6,7 @@ import numpy as np
 
 from tfcli.core.arrays import Array
 from tfcli.engine.inputs import NO_PROBE, Probe
-from tfcli.engine.ops import GATE_ACTIVATIONS, activation_fn, softmax_
+from tfcli.engine.ops import activation_fn, softmax_
 from tfcli.engine.parallel import WORKERS, linear, linear_split, parallel_for
 from tfcli.engine.shaped import is_shaped
 from tfcli.engine.weights import FFNWeights, MoEWeights
@@ -16,14 +16,35 @@ HIDDEN_SLICE_BYTES = 1 << 22  # ~4 MB of one worker's hidden activations per rou
 MIN_SPLIT_ROWS = 16  # fewer rows (decode steps): one FFN on the calling thread
 
 
+def gate_(spec: Spec, gate: Array, hidden: Array) -> Array:
+    """A gated FFN's hidden units, in place in `hidden` (x W_up, which is returned):
+    act(gate) * hidden; swiglu_clamped (gpt-oss): with g = min(gate, l),
+    (clip(hidden, -l, l) + 1) * g * sigmoid(alpha g), l = swiglu_limit. `gate` is overwritten."""
+    if spec.activation != "swiglu_clamped":
+        hidden *= activation_fn(spec.activation)(gate)
+        return hidden
+    limit = spec.swiglu_limit
+    np.minimum(hidden, limit, out=hidden)
+    np.maximum(hidden, -limit, out=hidden)
+    hidden += 1.0
+    np.minimum(gate, limit, out=gate)
+    hidden *= gate
+    gate *= -spec.swiglu_alpha
+    with np.errstate(over="ignore"):  # exp overflows to inf: sigmoid 0, as it should
+        np.exp(gate, out=gate)
+    gate += 1.0
+    hidden /= gate  # g / (1 + exp(-alpha g)) = g sigmoid(alpha g)
+    return hidden
+
+
 def _dense_rows(spec: Spec, w: FFNWeights, x: Array) -> Array:
     """W_down act(x W_up + b_up) + b_down; gated: W_down (act(x W_gate) * (x W_up)).
 
     x (n, d) -> (n, d), as whole products: a fused gate/up is one product.
     """
-    if spec.activation in GATE_ACTIVATIONS:
+    if spec.gated:
         gate, hidden = linear_split(x, w, ("w_gate", "w_up"), ("b_gate", "b_up"))  # 2 x (n, d_ff)
-        hidden *= activation_fn(spec.activation)(gate)
+        gate_(spec, gate, hidden)
     else:
         hidden = linear(x, w.w_up, w.b_up)  # (n, d) -> (n, d_ff)
         hidden = activation_fn(spec.activation)(hidden)
@@ -35,13 +56,12 @@ def _hidden_slice(spec: Spec, w: FFNWeights, x: Array, c0: int, c1: int) -> Arra
     hidden = x @ w.w_up[:, c0:c1]  # (n, d) @ (d, c)
     if w.b_up is not None:
         hidden += w.b_up[c0:c1]
-    if spec.activation not in GATE_ACTIVATIONS:
+    if not spec.gated:
         return activation_fn(spec.activation)(hidden)
     gate = x @ w.w_gate[:, c0:c1]  # type: ignore[index]  # (n, d) @ (d, c)
     if w.b_gate is not None:
         gate += w.b_gate[c0:c1]
-    hidden *= activation_fn(spec.activation)(gate)
-    return hidden
+    return gate_(spec, gate, hidden)
 
 
 def _dense_columns(spec: Spec, w: FFNWeights, x: Array, out: Array) -> None:
@@ -171,8 +191,10 @@ def moe_ffn(spec: Spec, w: MoEWeights, x: Array, probe: Probe = NO_PROBE) -> Arr
     top-k experts, and each expert runs only on the tokens routed to it. x (B, T, d) -> same."""
     flat = x.reshape(-1, x.shape[-1])  # (B, T, d) -> (N, d)
     logits = flat @ w.router  # (N, d) -> (N, E)
+    if w.router_b is not None:  # gpt-oss: a bias on the logits themselves
+        logits += w.router_b
     routed = (*x.shape[:-1], logits.shape[-1])  # (B, T, E)
-    probe("router", routed, (x,), (w.router, w.router_bias))
+    probe("router", routed, (x,), (w.router, w.router_b, w.router_bias))
     out = _routed_experts(spec, w, flat, logits)  # (N, d)
     probe("experts", x.shape, (x, routed), tuple(map(_ffn_reads, w.experts)))
     if w.shared is not None:

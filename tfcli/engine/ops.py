@@ -51,6 +51,21 @@ def softmax_(x: Array, axis: int = -1) -> Array:
     return x
 
 
+def softmax_sink_(x: Array, sink: Array) -> Array:
+    """Softmax over x's last axis, in place, with one more logit per row, `sink` (broadcast
+    against x[..., :1]), that joins the normalisation and is then dropped: each row sums to
+    1 - its sink's share (gpt-oss attention sinks). The sink is finite, so a fully masked row
+    gives zeros."""
+    row_max = np.maximum.reduce(x, axis=-1, keepdims=True)  # (..., 1)
+    np.maximum(row_max, sink, out=row_max)  # finite: the sink is
+    x -= row_max
+    np.exp(x, out=x)
+    total = np.add.reduce(x, axis=-1, keepdims=True)  # (..., 1)
+    total += np.exp(sink - row_max)
+    x *= np.reciprocal(total, out=total)
+    return x
+
+
 def softmax(x: Array, axis: int = -1) -> Array:
     """Numerically stable softmax; a row that is all -inf gives zeros, never NaN."""
     return softmax_(np.array(x, copy=True), axis)

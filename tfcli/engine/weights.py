@@ -46,6 +46,7 @@ class AttentionWeights:
     bpos_k: Array | None = None
     wpos_q: Array | None = None
     bpos_q: Array | None = None
+    sinks: Array | None = None  # (n_heads,) logits joining each softmax (spec.attention_sinks)
 
 
 @dataclass
@@ -80,6 +81,7 @@ class MoEWeights:
     router: Array
     experts: list[FFNWeights]  # each of hidden width spec.expert_width
     router_bias: Array | None = None  # chooses experts only (a buffer, see BUFFERS)
+    router_b: Array | None = None  # the router's linear bias on its logits (gpt-oss)
     shared: FFNWeights | None = None  # the shared experts as one FFN of spec.shared_width
     shared_gate: Array | None = None  # sigmoid gate on the shared output
 

@@ -155,6 +155,9 @@ def _attention(spec: Spec, name: str, path: str, repeat: int, draw: DrawKey) -> 
     biased += ("o",) if spec.attention_out_bias else ()
     out += [_bias(f"{name}.{proj}.bias", ATTENTION, shapes[proj][1], repeat, f"{path}.b{proj}",
                   (*draw, rank, 1)) for rank, proj in enumerate(shapes) if proj in biased]
+    if spec.attention_sinks:  # one logit per query head (gpt-oss)
+        out.append(_bias(f"{name}.sinks", ATTENTION, spec.n_heads, repeat, f"{path}.sinks",
+                         (*draw, 7)))
     return out + _position_projections(spec, name, path, repeat, draw)
 
 
@@ -214,6 +217,9 @@ def _ffn(spec: Spec, name: str, path: str, repeat: int, draw: DrawKey) -> list[C
         router.append(Component(f"{name}.router.bias", FFN, (spec.n_experts,), moe,
                                 ROUTER_BIAS_NOTE, buffer=True, path=f"{path}.ffn.router_bias",
                                 role="vector", draw=(*draw, 2)))
+    if spec.router_logits_bias:  # the router's own linear bias (gpt-oss): a parameter
+        router.append(_bias(f"{name}.router.logits_bias", FFN, spec.n_experts, moe,
+                            f"{path}.ffn.router_b", (*draw, 5)))
     experts = _dense_ffn(spec, f"{name}.experts", f"{path}.ffn.experts.{EVERY}",
                          moe * spec.n_experts, (*draw, 1, EVERY), spec.expert_width)
     return [*dense, *router, *experts, *_shared_experts(spec, name, f"{path}.ffn", moe, draw)]
@@ -232,7 +238,7 @@ def _shared_experts(spec: Spec, name: str, path: str, repeat: int,
     return out
 
 
-_MOE_FIELDS = ("router", "router_bias", "experts", "shared", "shared_gate")  # a block's `ffn.<field>` of MoE
+_MOE_FIELDS = ("router", "router_bias", "router_b", "experts", "shared", "shared_gate")  # a block's `ffn.<field>` of MoE
 
 
 def block_indices(spec: Spec, path: str) -> range | list[int]:

@@ -53,7 +53,7 @@ def resolve_head(spec: Spec) -> None:
     if spec.head == "masked_lm" or spec.classifier_dense:
         _fill(spec, "head_activation", spec.activation)
         _fill(spec, "head_bias", spec.bias)
-        if spec.head_activation in ("swiglu", "geglu", "geglu_tanh"):
+        if spec.head_activation in ("swiglu", "geglu", "geglu_tanh", "swiglu_clamped"):
             raise SpecConsistencyError("head_activation", f"must be a plain activation for the "
                                        f"head's dense (got {spec.head_activation!r})")
 

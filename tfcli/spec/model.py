@@ -21,7 +21,8 @@ from tfcli.spec.moe import check_moe, check_moe_layout
 from tfcli.spec.rope import RopeScaling, check_rope_width
 
 Family = Literal["decoder", "encoder", "encoder-decoder"]
-Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh"]
+Activation = Literal["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu", "geglu_tanh",
+                     "swiglu_clamped"]
 NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "layernorm_nobias", "none"]
 Placement = Literal["pre", "post", "sublayer_post", "sandwich"]
 ParallelResidual = Literal["off", "one_norm", "two_norms"]
@@ -32,7 +33,7 @@ RopePairing = Literal["half", "interleaved"]
 RouterScoring = Literal["softmax", "sigmoid"]
 GroupScore = Literal["max", "top2_sum"]
 
-GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "geglu_tanh"})
+GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "geglu_tanh", "swiglu_clamped"})
 PositiveInt = Field(gt=0)
 
 
@@ -66,7 +67,15 @@ class Spec(BaseModel):
     d_head: int | None = Field(None, gt=0, description="Per-head width; default d_model / n_heads.")
 
     # block recipe
-    activation: Activation = Field("gelu", description="FFN activation; gated ones use 3 matrices.")
+    activation: Activation = Field(
+        "gelu", description="FFN activation; gated ones use 3 matrices. swiglu_clamped (gpt-oss): "
+        "(clip(up, -l, l) + 1) * g * sigmoid(alpha g), g = min(gate, l), l swiglu_limit.")
+    swiglu_limit: float = Field(
+        7.0, gt=0, description="swiglu_clamped: the gate clipped above at it, the up projection "
+        "to [-limit, limit] (gpt-oss swiglu_limit 7). Only with activation swiglu_clamped.")
+    swiglu_alpha: float = Field(
+        1.702, gt=0, description="swiglu_clamped: the gate's g * sigmoid(alpha g) (gpt-oss "
+        "1.702, the sigmoid approximation of GELU). Only with activation swiglu_clamped.")
     norm: NormKind = Field("layernorm", description="Normalisation layer (layernorm_nobias: "
                            "LayerNorm with a scale and no bias, ModernBERT norm_bias false).")
     norm_placement: Placement = Field(
@@ -120,6 +129,10 @@ class Spec(BaseModel):
     attention_scale: float | None = Field(
         None, gt=0, description="Multiplier on q.k scores; default 1/sqrt(d_head) (T5: 1.0)."
     )
+    attention_sinks: bool = Field(
+        False, description="One learned logit per query head (`attn.sinks`, (n_heads,)) that "
+        "joins each query's softmax as a key with no value: it takes probability mass from the "
+        "real keys (gpt-oss). Self-attention of a decoder; not with latent attention.")
     qk_norm: QKNorm = Field(
         "none", description="Norm on queries and keys after their projections, before RoPE: "
         "per_head = the spec's norm over each head's d_head, one (d_head,) weight shared by "
@@ -291,6 +304,10 @@ class Spec(BaseModel):
         "the experts; the weights stay the unbiased scores (DeepSeek-V3 e_score_correction_bias, "
         "a buffer in transformers: shown, not counted as a parameter). Needs router_scoring: "
         "sigmoid.")
+    router_logits_bias: bool = Field(
+        False, description="A bias (n_experts,) of the router's linear layer, added to its "
+        "logits before the top-k (gpt-oss router.bias): a parameter. Needs n_experts and "
+        "router_scoring softmax.")
     expert_groups: int = Field(
         1, gt=0, description="Group-limited routing (DeepSeek n_group): the experts split into "
         "this many equal groups, and a token's experts come from its topk_groups best groups "
@@ -695,9 +712,21 @@ def _check_gemma(spec: Spec) -> None:
     if spec.final_logit_softcap is not None and not spec.lm_head:
         raise SpecConsistencyError("final_logit_softcap", "needs lm_head: true")
     _check_multipliers(spec)
+    _check_gpt_oss(spec)
     if spec.norm_unit_offset and spec.norm not in ("layernorm", "rmsnorm"):
         raise SpecConsistencyError("norm_unit_offset", f"needs a norm with a weight "
                                    f"(layernorm or rmsnorm), got {spec.norm!r}")
+
+
+def _check_gpt_oss(spec: Spec) -> None:
+    """The clamped SwiGLU's constants and attention sinks where they mean something."""
+    if spec.activation != "swiglu_clamped":
+        for name, default in (("swiglu_limit", 7.0), ("swiglu_alpha", 1.702)):
+            if getattr(spec, name) != default:
+                raise SpecConsistencyError(name, "needs activation: swiglu_clamped")
+    if spec.attention_sinks and (spec.family != "decoder" or spec.latent_attention):
+        raise SpecConsistencyError("attention_sinks", "needs family decoder and multi-head "
+                                   "attention (not latent attention)")
 
 
 def _check_multipliers(spec: Spec) -> None:
@@ -751,7 +780,8 @@ NORM_EPS_RANGE = (FLOAT32_TINY, 1.0)
 # Granite's multipliers are float32 constants in the engine's narrowest dtype, as in torch: a
 # value float32 cannot hold would be 0 or inf before any activation is scaled by it.
 MULTIPLIER_RANGE = (FLOAT32_TINY, FLOAT32_MAX)
-_MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "logits_scaling")
+_MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "logits_scaling",
+                "swiglu_limit", "swiglu_alpha")
 
 
 _SCALE_RANGES = (  # (field, (low, high), format of low, why)

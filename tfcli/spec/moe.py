@@ -30,6 +30,7 @@ def check_moe_layout(spec: Spec) -> None:
                spec.n_shared_experts > 0, "moe_layer_step": spec.moe_layer_step != 1,
                "dense_layers": spec.dense_layers is not None, "norm_topk_prob": not spec.norm_topk_prob,
                "router_scoring": spec.router_scoring != "softmax", "router_bias": spec.router_bias,
+               "router_logits_bias": spec.router_logits_bias,
                "expert_groups": spec.expert_groups != 1, "topk_groups": spec.topk_groups is not None,
                "group_score": spec.group_score != "max",
                "routed_scaling_factor": spec.routed_scaling_factor != 1.0}
@@ -65,6 +66,9 @@ def check_routing(spec: Spec) -> None:
     if spec.router_bias and spec.router_scoring != "sigmoid":
         raise SpecConsistencyError("router_bias", "needs router_scoring: sigmoid (the "
                                    "correction bias of DeepSeek-V3)")
+    if spec.router_logits_bias and spec.router_scoring != "softmax":
+        raise SpecConsistencyError("router_logits_bias", "needs router_scoring: softmax (the "
+                                   "biased logits of gpt-oss's router)")
     low, high = ROUTED_SCALE_RANGE
     if not low <= spec.routed_scaling_factor <= high:
         raise SpecConsistencyError("routed_scaling_factor", f"must lie in [{low:g}, {high:g}] "

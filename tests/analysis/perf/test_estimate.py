@@ -159,3 +159,32 @@ def test_mfu_one_is_allowed() -> None:
     e = build_perf_estimate(load_spec("gpt2").with_layers(1), PerfOptions(gpu="t4", mfu=1.0))
     assert e.dtype == "float16" and e.prefill.compute_seconds == pytest.approx(
         e.prefill.flops / find_gpu("t4").peak_flops("float16"))
+
+
+# --- --expert-dtype: the routed experts as stored (gpt-oss's MXFP4) -------------------------
+
+
+def test_mxfp4_experts_read_4_25_bits_a_weight_in_decode() -> None:
+    """gpt-oss-20b, batch 1: 4 of 32 experts a block read, their three (2880, 2880) matrices
+    at 4.25 bits a weight, every other matrix parameter (the embedding table is gathered) at
+    bfloat16's 2 bytes."""
+    spec = load_spec("gpt-oss-20b")
+    plain = build_perf_estimate(spec, PerfOptions(gpu="h100", seq_len=1024))
+    packed = build_perf_estimate(spec, PerfOptions(gpu="h100", seq_len=1024,
+                                                   expert_dtype="mxfp4"))
+    experts = 4 * 24 * 3 * 2880 * 2880
+    assert plain.decode.weight_bytes == 2 * matmul_params(spec)
+    assert packed.decode.weight_bytes == math.ceil(
+        (matmul_params(spec) - experts) * 2 + experts * 4.25 / 8)
+    # the prefill's experts rows read every expert at the packed size (biases at 2 bytes)
+    assert packed.prefill.bytes < plain.prefill.bytes
+    assert packed.decode.tokens_per_s > 1.9 * plain.decode.tokens_per_s
+
+
+def test_expert_dtype_is_refused_where_it_means_nothing(invoke) -> None:  # noqa: ANN001
+    result = invoke("perf", "gpt2", "--gpu", "h100", "--expert-dtype", "mxfp4")
+    assert result.exit_code == 2 and "--expert-dtype: gpt2 has no experts" in result.stderr
+    result = invoke("perf", "gpt-oss-20b", "--gpu", "h100", "--expert-dtype", "mxfp4",
+                    "--train")
+    assert result.exit_code == 2 and "--expert-dtype applies only without --train" in \
+        result.stderr

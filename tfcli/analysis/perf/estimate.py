@@ -31,9 +31,13 @@ from tfcli.analysis.trace.rows import TraceRow
 from tfcli.core.errors import BadInputError
 from tfcli.spec.counts import components, inactive_expert_parameters, kv_cache_bytes, \
     kv_cache_window_bytes, total_parameters
+from tfcli.spec.blueprint import dense_ffn_components
 from tfcli.spec.model import Spec
 
 PERF_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float8": 1, "float32": 4}
+# --expert-dtype: the routed experts' matrices as stored, bytes a weight; MXFP4 (OCP
+# Microscaling; gpt-oss's checkpoints): a 4-bit E2M1 value plus an 8-bit scale per 32 weights
+EXPERT_DTYPE_BYTES = PERF_DTYPE_BYTES | {"mxfp4": (4 + 8 / 32) / 8}
 DEFAULT_DTYPES = ("bfloat16", "float16", "float32")  # the first the accelerator has
 DEFAULT_MFU = 0.5  # a stated assumption: well-tuned dense training reaches 0.4-0.6
 # below this a step's seconds outgrow a float (5e-324: inf, then 0 tokens/s and a division by
@@ -57,6 +61,7 @@ class PerfOptions:
     seq_len: int | None = None  # prompt length, decode context, training sequence length
     dtype: str | None = None  # compute and weight dtype; None: the first of DEFAULT_DTYPES
     kv_dtype: str | None = None  # None: dtype (float8: bfloat16)
+    expert_dtype: str | None = None  # the routed experts' matrices; None: dtype
     mfu: float = DEFAULT_MFU
     train: bool = False
     recompute: str = "none"
@@ -71,6 +76,9 @@ class PerfOptions:
 
 def check_options(options: PerfOptions) -> None:
     """BadInputError naming the option for an MFU outside (0, 1] and other impossible values."""
+    if options.expert_dtype is not None and options.expert_dtype not in EXPERT_DTYPE_BYTES:
+        raise BadInputError(f"--expert-dtype must be one of {', '.join(EXPERT_DTYPE_BYTES)}, "
+                            f"got {options.expert_dtype!r}")
     if not (0 < options.mfu <= 1):  # also refuses NaN
         raise BadInputError(f"--mfu must be in (0, 1] (a fraction of the peak), got {options.mfu!r}")
     if options.mfu < MIN_MFU:
@@ -125,11 +133,29 @@ def _elements(row: TraceRow, attention: str) -> int:
     return math.prod(row.output) + sum(math.prod(s) for s in row.inputs)
 
 
+def _expert_matrix_share(spec: Spec) -> float:
+    """The share of one routed expert's parameters in its matrices (the rest: biases)."""
+    parts = dense_ffn_components(spec, spec.expert_width)
+    return sum(c.per_instance for c in parts if c.role == "matrix") / sum(c.per_instance
+                                                                          for c in parts)
+
+
+def _weight_bytes(spec: Spec, row: TraceRow, weight_bytes: float,
+                  expert_bytes: float | None) -> float:
+    """Bytes a weight of `row` takes: the experts' matrices at `expert_bytes` when given (their
+    biases stay at `weight_bytes`), every other weight at `weight_bytes`."""
+    if row.op != "experts" or expert_bytes is None:
+        return weight_bytes
+    share = _expert_matrix_share(spec)
+    return share * expert_bytes + (1 - share) * weight_bytes
+
+
 def _row_bytes(spec: Spec, row: TraceRow, weight_bytes: float, act_bytes: float,
-               attention: str = "eager") -> int:
+               attention: str = "eager", expert_bytes: float | None = None) -> int:
     """Bytes one op moves: the weights it reads, its inputs and its output. Embedding ops
     gather rows (as many as their output), not the table; a tied head reads the table."""
     elements = _elements(row, attention)
+    weight_bytes = _weight_bytes(spec, row, weight_bytes, expert_bytes)
     weights = row.params
     if row.op in GATHERED_OPS:
         weights = 0
@@ -161,7 +187,8 @@ def prefill(spec: Spec, options: PerfOptions, gpu: Accelerator, dtype: str, seq:
     report = apply_convention(report, spec, options.convention)
     peak = gpu.peak_flops(dtype)
     w, a = PERF_DTYPE_BYTES[dtype], PERF_DTYPE_BYTES[act]
-    times = [_op_time(r, _row_bytes(spec, r, w, a, options.attention), gpu, peak)
+    e = _expert_bytes(options)
+    times = [_op_time(r, _row_bytes(spec, r, w, a, options.attention, e), gpu, peak)
              for r in report.rows]
     return Prefill(
         tokens=report.tokens, flops=report.total_flops, bytes=sum(t.bytes for t in times),
@@ -185,6 +212,21 @@ def _table_params(spec: Spec) -> tuple[int, bool]:
     return gathered, tied
 
 
+def _expert_bytes(options: PerfOptions) -> float | None:
+    return None if options.expert_dtype is None else EXPERT_DTYPE_BYTES[options.expert_dtype]
+
+
+def routed_matrix_params(spec: Spec, tokens: int = 1) -> int:
+    """The routed experts' matrix parameters `tokens` tokens multiply by: min(n_experts,
+    tokens x experts_per_token) experts per MoE block (uniform routing, as matmul_params)."""
+    if not spec.n_experts:
+        return 0
+    per_expert = sum(c.per_instance for c in dense_ffn_components(spec, spec.expert_width)
+                     if c.role == "matrix")
+    layers = sum(spec.moe_layer_count(n) for n in (spec.encoder_layers, spec.decoder_layers))
+    return min(spec.n_experts, tokens * spec.experts_per_token) * per_expert * layers
+
+
 def matmul_params(spec: Spec, tokens: int = 1) -> int:
     """Parameters `tokens` tokens multiply by: all but the gathered embedding tables (a tied
     head's table counts once) and the routed experts none of them uses, at most
@@ -198,6 +240,17 @@ def matmul_params(spec: Spec, tokens: int = 1) -> int:
         used = min(experts, tokens * k)
         n -= round(inactive * (experts - used) / (experts - k))
     return n
+
+
+def _decode_weight_bytes(spec: Spec, options: PerfOptions, dtype: str) -> float:
+    """The weights one decode step of `batch` tokens reads: the routed experts' matrices at
+    --expert-dtype when given, everything else at `dtype`."""
+    every = matmul_params(spec, options.batch)
+    expert_bytes = _expert_bytes(options)
+    if expert_bytes is None:
+        return every * PERF_DTYPE_BYTES[dtype]
+    experts = routed_matrix_params(spec, options.batch)
+    return (every - experts) * PERF_DTYPE_BYTES[dtype] + experts * expert_bytes
 
 
 def _decode_row(row: TraceRow, context: int) -> TraceRow:
@@ -226,7 +279,7 @@ def decode(spec: Spec, options: PerfOptions, gpu: Accelerator, dtype: str, kv_dt
     """One decode step: `batch` new tokens, each attending to `context` cached ones."""
     report = build_trace(spec, batch=options.batch, seq_len=1, dtype=_activation_dtype(dtype))
     flops = sum(recount(spec, _decode_row(r, context), options.convention) for r in report.rows)
-    weights = math.ceil(matmul_params(spec, options.batch) * PERF_DTYPE_BYTES[dtype])
+    weights = math.ceil(_decode_weight_bytes(spec, options, dtype))
     kv = _kv_bytes(spec, context, options.batch, kv_dtype)
     return Decode(options.batch, context, weights, kv, flops,
                   (weights + kv) / gpu.bandwidth, flops / gpu.peak_flops(dtype),
@@ -256,6 +309,8 @@ def default_seq_len(spec: Spec) -> int:
 def build_perf_estimate(spec: Spec, options: PerfOptions) -> PerfEstimate:
     """The estimate at one point (options.batch, options.seq_len) on options.gpu."""
     check_options(options)
+    if options.expert_dtype is not None and not spec.n_experts:
+        raise BadInputError(f"--expert-dtype: {spec.name} has no experts (n_experts 0)")
     gpu = find_gpu(options.gpu, width=spec.d_model)  # cpu: its bandwidth at this width
     dtype = _dtype(gpu, options.dtype)
     kv_dtype = _kv_dtype(dtype, options.kv_dtype)

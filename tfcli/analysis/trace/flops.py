@@ -69,9 +69,10 @@ _RULES: dict[str, Rule] = {
                      "logits", "classifier", "pos_key_proj", "pos_query_proj"), _linear),
     # the heads merged: one row per token of the output
     "out_proj": lambda o, spec: _rows(o.output) * token_flops(o.reads),
-    # x @ W only: the correction bias chooses experts, it is not counted (like routing top-k)
+    # x @ W (+ gpt-oss's bias on the logits): the correction bias chooses experts, it is not
+    # counted (like routing top-k)
     "router": lambda o, spec: _rows(o.inputs[0]) * token_flops(
-        [a for a in o.reads if a.role == "matrix"]),
+        [a for a in o.reads if not (a.path or "").endswith(".router_bias")]),
     "experts": lambda o, spec: (_rows(o.inputs[0]) * spec.experts_per_token
                                 * _ffn_token(spec, o.reads)),
     "shared_gate": lambda o, spec: _rows(o.inputs[0]) * (token_flops(o.reads) + ACTIVATION_FLOPS

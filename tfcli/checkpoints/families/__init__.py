@@ -23,6 +23,7 @@ from tfcli.checkpoints.families import modernbert
 from tfcli.checkpoints.families import deberta
 from tfcli.checkpoints.families import smollm3
 from tfcli.checkpoints.families import granite
+from tfcli.checkpoints.families import gpt_oss
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
@@ -74,6 +75,7 @@ FAMILIES: dict[str, Family] = {
     "deberta-v2": Family(deberta.DEFAULTS, deberta.read, deberta.TABLE),
     "smollm3": Family(smollm3.DEFAULTS, smollm3.read, smollm3.TABLE, smollm3.CLASSES),
     "granite": Family(granite.DEFAULTS, granite.read, granite.TABLE, granite.CLASSES),
+    "gpt_oss": Family(gpt_oss.DEFAULTS, gpt_oss.read, gpt_oss.TABLE, gpt_oss.CLASSES),
     "granitemoe": Family(granite.MOE_DEFAULTS, granite.read_moe, granite.MOE_TABLE,
                          granite.MOE_CLASSES),
 }

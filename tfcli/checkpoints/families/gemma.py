@@ -108,7 +108,7 @@ def _layer_pattern(c: ConfigFields, default: list[str]) -> list[str]:
     return _shortest_period([_LAYER_KINDS[t] for t in types]) if types else default
 
 
-def _attention_pattern(c: ConfigFields, default: list[str]) -> Config:
+def attention_pattern(c: ConfigFields, default: list[str]) -> Config:
     """layer_pattern and sliding_window; all-global layers need neither."""
     pattern = _layer_pattern(c, default)
     if "local" not in pattern:
@@ -135,7 +135,7 @@ def read_gemma2(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]
         "attention_scale": c.number("query_pre_attn_scalar") ** -0.5,
     }
     fields |= _softcaps(c, arch, attention=True)
-    return fields | _attention_pattern(c, ["local", "global"]), []
+    return fields | attention_pattern(c, ["local", "global"]), []
 
 
 def _gemma3_rope(c: ConfigFields) -> tuple[ConfigFields, ConfigFields]:
@@ -176,7 +176,7 @@ def read_gemma3(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]
     layers' own RoPE base, `sliding_window_pattern` (5 local : 1 global). transformers 5 does
     not pass attn_logit_softcapping to Gemma 3's attention: it changes nothing and is not read."""
     period = None if c.names("layer_types") else c.integer("sliding_window_pattern")
-    pattern = _attention_pattern(c, ["local"] * ((period or 1) - 1) + ["global"])
+    pattern = attention_pattern(c, ["local"] * ((period or 1) - 1) + ["global"])
     fields = _body(c, arch, "hidden_activation") | {
         "norm_placement": "sandwich", "qk_norm": "per_head",
         "attention_scale": c.number("query_pre_attn_scalar") ** -0.5,
