@@ -128,6 +128,9 @@ DECODERS = (
                         eos_token_id=0), optimizer=True),
     Family("mixtral", "MixtralForCausalLM", "MixtralConfig",  # top-2 of 4 experts
            SMALL | dict(num_local_experts=4, num_experts_per_tok=2), optimizer=True),
+    Family("olmoe", "OlmoeForCausalLM", "OlmoeConfig",  # full q/k norms, unrenormalised
+           SMALL | dict(num_experts=4, num_experts_per_tok=2, pad_token_id=0, bos_token_id=0,
+                        eos_token_id=0), optimizer=True),
     Family("granitemoe", "GraniteMoeForCausalLM", "GraniteMoeConfig",  # stacked experts,
            SMALL | dict(num_local_experts=4, num_experts_per_tok=2,  # the multipliers
                         embedding_multiplier=12.0, residual_multiplier=0.22,

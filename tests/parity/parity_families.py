@@ -327,6 +327,28 @@ def gpt_oss_full() -> PreTrainedModel:
                    rope_parameters={"rope_type": "default", "rope_theta": 1000.0})
 
 
+# --- OLMoE -----------------------------------------------------------------------------------
+# RMSNorm over the whole q and k projections, top-2 of 5 experts: the softmax probabilities as
+# they are (OLMoE-1B-7B's norm_topk_prob false), or renormalised, with attention biases.
+
+OLMOE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "num_hidden_layers": 2, "intermediate_size": 32, "vocab_size": VOCAB,
+         "max_position_embeddings": 64, "num_experts": 5, "num_experts_per_tok": 2,
+         "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+         "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def olmoe(**changes: object) -> PreTrainedModel:
+    from transformers import OlmoeConfig, OlmoeForCausalLM
+    model = OlmoeForCausalLM(OlmoeConfig(**OLMOE | changes))
+    model.set_experts_implementation("eager")  # grouped_mm has no float64 kernel
+    return model
+
+
+def olmoe_renormalised() -> PreTrainedModel:
+    return olmoe(norm_topk_prob=True, attention_bias=True, tie_word_embeddings=True)
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -349,5 +371,7 @@ ROWS = [
     Family("granitemoe-untied", granitemoe_untied),
     Family("gpt-oss", gpt_oss, GEMMA_PROMPTS),
     Family("gpt-oss-full", gpt_oss_full),
+    Family("olmoe", olmoe),
+    Family("olmoe-renormalised", olmoe_renormalised),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

@@ -252,6 +252,16 @@ GPT_OSS_120B = GPT_OSS_20B | {  # openai/gpt-oss-120b config.json
     "num_hidden_layers": 36, "num_local_experts": 128,
     "layer_types": ["sliding_attention", "full_attention"] * 18,
 }
+OLMOE_1B_7B = {  # allenai/OLMoE-1B-7B-0924 config.json
+    "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "attention_bias": False,
+    "attention_dropout": 0.0, "clip_qkv": None, "eos_token_id": 50279, "hidden_act": "silu",
+    "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 1024,
+    "max_position_embeddings": 4096, "norm_topk_prob": False, "num_attention_heads": 16,
+    "num_experts": 64, "num_experts_per_tok": 8, "num_hidden_layers": 16,
+    "num_key_value_heads": 16, "output_router_logits": False, "pad_token_id": 1,
+    "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0,
+    "router_aux_loss_coef": 0.01, "tie_word_embeddings": False, "vocab_size": 50304,
+}
 GRANITE_3_1_3B_A800M = {  # ibm-granite/granite-3.1-3b-a800m-instruct config.json
     "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
     "attention_bias": False, "attention_dropout": 0.1, "attention_multiplier": 0.015625,

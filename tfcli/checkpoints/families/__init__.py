@@ -24,6 +24,7 @@ from tfcli.checkpoints.families import deberta
 from tfcli.checkpoints.families import smollm3
 from tfcli.checkpoints.families import granite
 from tfcli.checkpoints.families import gpt_oss
+from tfcli.checkpoints.families import olmoe
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
@@ -62,6 +63,7 @@ FAMILIES: dict[str, Family] = {
     "stablelm": Family(stablelm.DEFAULTS, stablelm.read, stablelm.TABLE),
     "phi3": Family(phi3.DEFAULTS, phi3.read, phi3.TABLE),
     "olmo2": Family(olmo2.DEFAULTS, olmo2.read, olmo2.TABLE),
+    "olmoe": Family(olmoe.DEFAULTS, olmoe.read, olmoe.TABLE, olmoe.CLASSES),
     "gemma": Family(gemma.GEMMA_DEFAULTS, gemma.read_gemma, gemma.GEMMA_TABLE),
     "gemma2": Family(gemma.GEMMA2_DEFAULTS, gemma.read_gemma2, gemma.GEMMA2_TABLE),
     "gemma3_text": Family(gemma.GEMMA3_DEFAULTS, gemma.read_gemma3, gemma.GEMMA2_TABLE),
