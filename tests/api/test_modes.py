@@ -14,13 +14,14 @@ VALUES: dict[str, tuple[str, ...]] = {
     "--gpus": ("2",), "--tp": ("1",), "--zero": ("1",), "--optimizer": ("sgd",),
     "--recompute": ("full",), "--lora-rank": ("4",), "--dropout": (), "--kv-dtype": ("float16",),
     "--group-size": ("64",), "--lora-targets": ("q,v",), "--fit": (), "--train-tokens": ("1e9",),
-    "--seed": ("3",),
+    "--seed": ("3",), "--expert-dtype": ("mxfp4",),
 }
 # What each command needs besides, and the arguments that put it in the other mode.
 BASE = {"memory": ("lesson-tiny",), "perf": ("lesson-tiny", "--gpu", "a100"),
         "trace": ("lesson-tiny", "--seq-len", "4")}
 OUTSIDE = {  # (command, flag) -> arguments of a mode that does not read the flag
     ("memory", "--kv-dtype"): ("--train",),
+    ("perf", "--expert-dtype"): ("--train",),
 }
 CASES = [(command, flag) for command, rules in MODE_RULES.items() for rule in rules
          for flag in rule.options]

@@ -44,7 +44,7 @@ def test_training_table() -> None:
     (("--fit",), "--fit applies only with --gpu"),
     (("--gpus", "3", "--tp", "2", "--train"), "--tp"),
     (("--attention", "engine", "--dtype", "bfloat16"), "add --dtype float32"),
-    (("--fused", "qkvv"), "--fused must be one of qkv, gate_up, falcon_qkv (got 'qkvv')"),
+    (("--fused", "qkvv"), "--fused must be one of qkv, gate_up, falcon_qkv, gelu_kernel (got 'qkvv')"),
 ])
 def test_bad_input_is_one_line_exit_2(args: tuple[str, ...], words: str) -> None:
     code, out, err = run_in_memory("memory", "gpt2", *args)

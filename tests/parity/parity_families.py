@@ -349,6 +349,25 @@ def olmoe_renormalised() -> PreTrainedModel:
     return olmoe(norm_topk_prob=True, attention_bias=True, tie_word_embeddings=True)
 
 
+# --- StarCoder2 -------------------------------------------------------------------------------
+# LayerNorm with biases, a biased GELU (tanh) MLP, GQA, every layer windowed (4 keys, shorter
+# than the inputs), tied; and without biases or window, untied.
+
+STARCODER2 = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "num_hidden_layers": 2, "intermediate_size": 96, "vocab_size": VOCAB,
+              "max_position_embeddings": 64, "sliding_window": WINDOW, "bos_token_id": 1,
+              "eos_token_id": 2, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def starcoder2(**changes: object) -> PreTrainedModel:
+    from transformers import Starcoder2Config, Starcoder2ForCausalLM
+    return Starcoder2ForCausalLM(Starcoder2Config(**STARCODER2 | changes))
+
+
+def starcoder2_plain() -> PreTrainedModel:
+    return starcoder2(use_bias=False, sliding_window=None, tie_word_embeddings=False)
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -373,5 +392,7 @@ ROWS = [
     Family("gpt-oss-full", gpt_oss_full),
     Family("olmoe", olmoe),
     Family("olmoe-renormalised", olmoe_renormalised),
+    Family("starcoder2", starcoder2, GEMMA_PROMPTS),
+    Family("starcoder2-plain", starcoder2_plain),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

@@ -262,6 +262,16 @@ OLMOE_1B_7B = {  # allenai/OLMoE-1B-7B-0924 config.json
     "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0,
     "router_aux_loss_coef": 0.01, "tie_word_embeddings": False, "vocab_size": 50304,
 }
+STARCODER2_3B = {  # bigcode/starcoder2-3b config.json (mlp_type / norm_type: read by nothing)
+    "architectures": ["Starcoder2ForCausalLM"], "model_type": "starcoder2",
+    "attention_dropout": 0.1, "residual_dropout": 0.1, "embedding_dropout": 0.1,
+    "bos_token_id": 0, "eos_token_id": 0, "hidden_act": "gelu_pytorch_tanh", "hidden_size": 3072,
+    "initializer_range": 0.018042, "intermediate_size": 12288, "layer_norm_epsilon": 1e-05,
+    "max_position_embeddings": 16384, "mlp_type": "default", "norm_epsilon": 1e-05,
+    "norm_type": "layer_norm", "num_attention_heads": 24, "num_hidden_layers": 30,
+    "num_key_value_heads": 2, "rope_theta": 999999.4420358813, "sliding_window": 4096,
+    "use_bias": True, "use_cache": True, "vocab_size": 49152,
+}
 GRANITE_3_1_3B_A800M = {  # ibm-granite/granite-3.1-3b-a800m-instruct config.json
     "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
     "attention_bias": False, "attention_dropout": 0.1, "attention_multiplier": 0.015625,

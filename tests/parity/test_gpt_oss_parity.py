@@ -7,16 +7,16 @@ logits match to 1e-10."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from tests.parity.parity_families import gpt_oss, right_padded, tokens
-from tests.parity.saved_models import real_logits, save_random
-from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64
+from tests.parity.parity_families import gpt_oss
+from tests.parity.family_checks import (assert_float64_logits_match,
+                                        assert_switch_moves_the_logits)
+from tests.parity.saved_models import save_random
+from tests.parity.test_hf_parity import _rms_norm_f64
 
 pytestmark = pytest.mark.slow
 
@@ -26,14 +26,6 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
     path = tmp_path_factory.mktemp("gpt-oss")
     # std 0.15: logits of order 1, so that a feature's effect is measured against them
     return save_random(gpt_oss, path, std=0.15), path
-
-
-def _transformers_logits(model: object) -> np.ndarray:
-    import torch
-    mask, _ = right_padded()
-    with torch.no_grad():
-        return model(input_ids=torch.from_numpy(tokens()),  # type: ignore[operator]
-                     attention_mask=torch.from_numpy(mask)).logits.numpy()
 
 
 def _layers(model: object) -> list:
@@ -77,15 +69,7 @@ SWITCHES: dict[str, Callable[[object], None]] = {
 def test_each_feature_moves_the_logits_far_past_the_tolerance(saved: tuple[object, Path],
                                                               feature: str) -> None:
     model, path = saved
-    on = _transformers_logits(model)
-    off_model = copy.deepcopy(model)
-    SWITCHES[feature](off_model)
-    off = _transformers_logits(off_model)
-    tolerance = F32["atol"] + F32["rtol"] * np.abs(on).max()
-    assert np.abs(on - off).max() > 100 * tolerance, feature
-    mask, _ = right_padded()
-    got, want = real_logits(model, path, tokens(), mask)  # tfcli keeps the feature
-    np.testing.assert_allclose(got, want, **F32)
+    assert_switch_moves_the_logits(model, path, SWITCHES[feature])  # type: ignore[arg-type]
 
 
 def _rope_f64(self: object, x: object, position_ids: object) -> tuple:
@@ -103,23 +87,11 @@ def test_float64_logits_match(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     """gpt-oss's RMSNorm and RoPE run in float32 inside transformers whatever the dtype: the
     float64 reference replaces them (unscaled RoPE here: YaRN's tables are float32 from init),
     and runs eager attention, whose sink softmax is in the model's dtype."""
-    import torch
     from transformers.models.gpt_oss import modeling_gpt_oss as module
     monkeypatch.setattr(module.GptOssRMSNorm, "forward", _rms_norm_f64)
     monkeypatch.setattr(module.GptOssRotaryEmbedding, "forward", _rope_f64)
-    from tfcli.checkpoints import load_weights, spec_from_config_dir
-    from tfcli.engine.model import ModelInput, forward
-
     model = save_random(lambda: gpt_oss(rope_parameters={"rope_type": "default",
                                                           "rope_theta": 1000.0}),
                         tmp_path, std=0.15)
-    mask, _ = right_padded()
-    model.double()
-    with torch.no_grad():
-        want = model(input_ids=torch.from_numpy(tokens()),
-                     attention_mask=torch.from_numpy(mask)).logits.numpy()
-    spec = spec_from_config_dir(tmp_path)
-    got = forward(spec, load_weights(tmp_path, spec, np.float64),
-                  ModelInput(tokens(), attention_mask=mask)).logits
-    real = mask.astype(bool)
-    np.testing.assert_allclose(got[real], want[real], **F64)
+    assert_float64_logits_match(model, tmp_path, attention=None)  # eager: its sink softmax
+    # runs in the model's dtype (no sdpa in transformers' gpt-oss)

@@ -56,7 +56,7 @@ def memory_cmd(
     lora_targets: Annotated[str | None, typer.Option("--lora-targets", help="LoRA: the block linears adapted, of q,k,v,o,gate,up,down (default q,v).")] = None,
     gpu: Annotated[str | None, typer.Option("--gpu", help="Accelerator (`tfcli gpus`): does it fit, with a reserve for the CUDA context and fragmentation.")] = None,
     fit: Annotated[bool, typer.Option("--fit", help="With --gpu: the largest batch and the longest seq_len that fit.")] = False,
-    fused: Annotated[str | None, typer.Option("--fused", metavar="LIST", help="Projections the checkpoint's transformers modules fuse into one linear, whose output stays alive through q/k/v views: qkv, gate_up, both (qkv,gate_up), falcon_qkv (Falcon's query_key_value and its own attention module) or none; Phi-3 fuses both, GPT-NeoX qkv, Falcon falcon_qkv (bundled phi-3-mini, pythia-1.4b, falcon-7b). Default: from a model directory's config.json, else none.")] = None,
+    fused: Annotated[str | None, typer.Option("--fused", metavar="LIST", help="Projections the checkpoint's transformers modules fuse into one linear, whose output stays alive through q/k/v views: qkv, gate_up, both (qkv,gate_up), falcon_qkv (Falcon's query_key_value and its own attention module), gelu_kernel (a plain MLP's tanh GELU as one torch kernel, transformers' gelu_pytorch_tanh) or none; Phi-3 fuses both, GPT-NeoX qkv, Falcon falcon_qkv, StarCoder2 gelu_kernel (bundled phi-3-mini, pythia-1.4b, falcon-7b, starcoder2-3b). Default: from a model directory's config.json, else none.")] = None,
     layers: LayersOpt = None,
     plot: SweepPlotOpt = None,
     fmt: FormatOpt = OutputFormat.table,

@@ -29,7 +29,7 @@ BUNDLED = {
     "falcon-7b": "generic", "gemma-2-9b": "generic", "gemma-2b": "generic",
     "gemma-3-1b": "generic", "gpt-j-6b": "generic", "granite-3.3-8b": "generic",
     "granite-3.1-3b-a800m": "generic", "gpt-oss-20b": "generic", "gpt-oss-120b": "generic",
-    "olmoe-1b-7b": "generic",
+    "olmoe-1b-7b": "generic", "starcoder2-3b": "generic",
     "gpt2-medium": "gpt2", "gpt2": "gpt2",
     "lesson-tiny": "generic", "llama-2-70b": "generic", "llama-2-7b": "generic",
     "llama-3-8b": "generic", "llama-3.1-8b": "generic", "llama-3.2-1b": "generic",
@@ -95,3 +95,16 @@ def test_phases_follow_the_op_order() -> None:
     peak = inference_peak(make_spec("llama_gqa"), Workload(1, 16, 4), "eager")
     assert [name for name, _ in peak.phases][:3] == ["attention scores", "attention output", "FFN"]
     assert peak.bytes == max(b for _, b in peak.phases)
+
+
+def test_gelu_kernel_changes_only_a_plain_tanh_gelu() -> None:
+    """StarCoder2's one-kernel tanh GELU holds fewer tensors than gelu_new's formula (measured:
+    tests/parity/memory_families.py's starcoder2 row); a gated MLP's gate is one kernel anyway."""
+    work = Workload(1, 512, 2)
+
+    def ffn(spec_name: str, attention: str, fused: frozenset[str] = frozenset()) -> int:
+        return dict(inference_peak(load_spec(spec_name), work, attention, fused).phases)["FFN"]
+    kernel = frozenset({"gelu_kernel"})
+    for attention in ("sdpa", "eager"):
+        assert ffn("starcoder2-3b", attention, kernel) < ffn("starcoder2-3b", attention)
+        assert ffn("llama-3.2-1b", attention, kernel) == ffn("llama-3.2-1b", attention)

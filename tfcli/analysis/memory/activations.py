@@ -34,6 +34,7 @@ FUSED_MODULES: dict[str, frozenset[str]] = {
     "phi3": frozenset({"qkv", "gate_up"}),
     "gpt_neox": frozenset({"qkv"}),
     "falcon": frozenset({"falcon_qkv"}),
+    "starcoder2": frozenset({"gelu_kernel"}),  # gelu_pytorch_tanh
 }
 
 

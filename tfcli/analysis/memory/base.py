@@ -38,7 +38,11 @@ SAVED_BY_GATE = {"silu": 2, "gelu": 2, "relu": 1, "gelu_tanh": 2}
 # the module layout, so the caller says (transformers' model_type: activations.FUSED_MODULES).
 # "falcon_qkv": Falcon's query_key_value with the attention module that splits it (its own
 # copies, an always materialised causal mask): layouts/falcon.py.
-FUSIONS = ("qkv", "gate_up", "falcon_qkv")
+# "gelu_kernel": a plain MLP's tanh GELU as F.gelu(approximate="tanh") (transformers'
+# gelu_pytorch_tanh: StarCoder2), one kernel saving its input, where GPT-2-style models run
+# gelu_new's Python formula (SAVED_BY_ACTIVATION): the same maths, other tensors.
+FUSIONS = ("qkv", "gate_up", "falcon_qkv", "gelu_kernel")
+GELU_KERNEL = "gelu_kernel"
 FALCON_QKV = "falcon_qkv"
 
 
@@ -127,6 +131,22 @@ def check_fused(fused: frozenset[str]) -> None:
 def activation(spec: Spec) -> str:
     """The FFN's activation function (a gated FFN's gate's)."""
     return GATE_OF.get(spec.activation, spec.activation)
+
+
+def _one_kernel(spec: Spec, fused: frozenset[str]) -> bool:
+    """The activation runs as one torch kernel: a gate's always (Gemma's F.gelu), a plain tanh
+    GELU under GELU_KERNEL; else a plain MLP's as its HF formula (gelu_new)."""
+    return spec.gated or (GELU_KERNEL in fused and activation(spec) == "gelu_tanh")
+
+
+def activation_tensors(spec: Spec, fused: frozenset[str]) -> float:
+    """Hidden-width tensors the MLP's activation holds at its peak (its output included)."""
+    return (HF_GATE_TENSORS if _one_kernel(spec, fused) else HF_ACTIVATION_TENSORS)[activation(spec)]
+
+
+def activation_saved(spec: Spec, fused: frozenset[str]) -> int:
+    """Hidden-width tensors the MLP's activation saves for backward (its output included)."""
+    return (SAVED_BY_GATE if _one_kernel(spec, fused) else SAVED_BY_ACTIVATION)[activation(spec)]
 
 
 def qkv_elements(spec: Spec, tokens: int) -> float:

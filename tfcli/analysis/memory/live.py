@@ -12,8 +12,9 @@ from __future__ import annotations
 from tfcli.analysis.memory import latent as latent_memory
 from tfcli.analysis.memory import rope_layouts
 from tfcli.analysis.memory import window as window_memory
-from tfcli.analysis.memory.base import (HF_ACTIVATION_TENSORS, HF_GATE_TENSORS, Phase, Workload,
-                                        activation, fused_qkv_extra, head_phases, qkv_elements)
+from tfcli.analysis.memory.base import (HF_ACTIVATION_TENSORS, Phase, Workload, activation,
+                                        activation_tensors, fused_qkv_extra, head_phases,
+                                        qkv_elements)
 from tfcli.spec.model import Spec
 
 
@@ -22,13 +23,12 @@ def _mlp(spec: Spec, work: Workload, fused: frozenset[str]) -> float:
     activation's tensors; fused gate|up (Phi-3), the whole (N, 2F) projection, gate and up
     its views."""
     s, n = spec, work.tokens
-    table = HF_GATE_TENSORS if s.gated else HF_ACTIVATION_TENSORS
     if s.positions == "relative" and s.gated and activation(s) == "gelu_tanh":
         # T5 v1.1 / mT5's gated-gelu: gelu_new's formula (4 at once) on the gate, the up
         # projection not made yet (measured on T5EncoderModel)
         return n * s.d_ff * HF_ACTIVATION_TENSORS["gelu_tanh"]
-    return n * s.d_ff * (table[activation(s)] + (0 if not s.gated else 2 if "gate_up" in fused
-                                                  else 1))
+    return n * s.d_ff * (activation_tensors(s, fused)
+                         + (0 if not s.gated else 2 if "gate_up" in fused else 1))
 
 
 def _held(spec: Spec, work: Workload, eager: bool) -> float:
@@ -88,7 +88,7 @@ def hf_phases(spec: Spec, work: Workload, eager: bool,
         phases[:2] = [("attention scores", held + x_in + h + scores),
                       ("attention output", held + x_in + h + output)]
     around = held + x_in + n * d + h + probs
-    tensors = (HF_GATE_TENSORS if s.gated else HF_ACTIVATION_TENSORS)[activation(s)] + 1
+    tensors = activation_tensors(s, fused) + 1
     if s.n_experts and latent_memory.deepseek_moe(s):  # routed experts first, then shared
         if s.moe_layer_count(s.n_layers) == s.n_layers:
             phases = phases[:2]

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tfcli.analysis.memory import window as window_memory
-from tfcli.analysis.memory.base import (FLOAT32, GATE_OF, INT64, SAVED_BY_ACTIVATION, SAVED_BY_GATE,
-                                        Part, Workload, fused_qkv_extra)
+from tfcli.analysis.memory.base import (FLOAT32, INT64, Part, Workload, activation_saved,
+                                        fused_qkv_extra)
 from tfcli.analysis.memory.latent import (deepseek_moe, deepseek_moe_saved, latent_attention_saved)
 from tfcli.analysis.memory.rope_layouts import (gptj_attention, gptj_saved, normed_itemsize,
                                                 sdpa_output_copied)
@@ -60,10 +60,10 @@ def attention_core(spec: Spec, work: Workload, attention: str) -> tuple[float, f
     return it * (heads + kv) + FLOAT32 * work.batch * s.n_heads * t, 0
 
 
-def mlp_saved(spec: Spec, work: Workload, width: int | None = None) -> float:
-    act = GATE_OF.get(spec.activation, spec.activation)
-    table = SAVED_BY_GATE if spec.gated else SAVED_BY_ACTIVATION
-    tensors = table[act] + (2 if spec.gated else 0)  # gated: the up projection and the product
+def mlp_saved(spec: Spec, work: Workload, width: int | None = None,
+              fused: frozenset[str] = frozenset()) -> float:
+    # gated: the up projection and the product
+    tensors = activation_saved(spec, fused) + (2 if spec.gated else 0)
     return tensors * work.tokens * (width or spec.d_ff) * work.itemsize
 
 
@@ -149,7 +149,7 @@ def block_saved(spec: Spec, work: Workload, attention: str, selective: bool,
     o_proj = it * n * spec.n_heads * spec.head_dim
     if spec.latent_attention:  # MLA's projections, norms and core (latent_memory.py)
         heads, probs, o_proj = latent_attention_saved(spec, work, attention)
-    mlp = moe_saved(spec, work) if moe else mlp_saved(spec, work)
+    mlp = moe_saved(spec, work) if moe else mlp_saved(spec, work, fused=fused)
     sharded = heads + (0 if selective else probs) + o_proj + mlp + qk_norm_saved(spec, work)
     sharded += _fused_saved(spec, work, attention, fused) + gptj_saved(spec, work, attention)
     if dropout:

@@ -1,0 +1,74 @@
+"""What each family's own parity test checks beyond the table-driven rows, on the rows' padded
+batch: that each feature matters (switched off in transformers - a callable that edits a copy
+of the model - the logits move by more than 100x the float32 tolerance, while tfcli, which
+keeps the feature, matches the model as saved: a parity that would also pass with the feature
+off proves nothing), and that the float64 logits match to 1e-10."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tests.parity.parity_families import right_padded, tokens
+from tests.parity.saved_models import real_logits
+from tests.parity.test_hf_parity import F32, F64
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+Switch = Callable[["PreTrainedModel"], None]
+
+
+def transformers_logits(model: PreTrainedModel) -> np.ndarray:
+    """transformers' logits on the parity rows' tokens, the second sequence right-padded."""
+    import torch
+    mask, _ = right_padded()
+    with torch.no_grad():
+        return model(input_ids=torch.from_numpy(tokens()),
+                     attention_mask=torch.from_numpy(mask)).logits.numpy()
+
+
+def assert_switch_moves_the_logits(model: PreTrainedModel, path: Path, switch: Switch) -> None:
+    """`switch` (on a deep copy) moves transformers' logits past 100x the tolerance; tfcli's
+    logits of the checkpoint at `path` match the unswitched model's."""
+    on = transformers_logits(model)
+    off_model = copy.deepcopy(model)
+    switch(off_model)
+    tolerance = F32["atol"] + F32["rtol"] * np.abs(on).max()
+    moved = np.abs(on - transformers_logits(off_model)).max()
+    assert moved > 100 * tolerance, (moved, tolerance)
+    mask, _ = right_padded()
+    got, want = real_logits(model, path, tokens(), mask)
+    np.testing.assert_allclose(got, want, **F32)
+
+
+def assert_float64_logits_match(model: PreTrainedModel, path: Path,
+                                attention: str | None = "sdpa") -> None:
+    """tfcli's float64 logits of the checkpoint at `path` against `model` run in float64
+    (`attention` for it: eager attention's softmax is float32 in most families; None keeps
+    the model's), within F64 on the real positions. The caller patches what transformers
+    computes in float32 whatever the dtype (norms, RoPE tables, routers)."""
+    import torch
+
+    from tfcli.checkpoints import load_weights, spec_from_config_dir
+    from tfcli.engine.model import ModelInput, forward
+    mask, _ = right_padded()
+    before = model.config._attn_implementation
+    model.double()
+    if attention is not None:
+        model.set_attn_implementation(attention)
+    try:
+        with torch.no_grad():
+            want = model(input_ids=torch.from_numpy(tokens()),
+                         attention_mask=torch.from_numpy(mask)).logits.numpy()
+    finally:
+        model.float().set_attn_implementation(before)
+    spec = spec_from_config_dir(path)
+    got = forward(spec, load_weights(path, spec, np.float64),
+                  ModelInput(tokens(), attention_mask=mask)).logits
+    real = mask.astype(bool)
+    np.testing.assert_allclose(got[real], want[real], **F64)
