@@ -44,7 +44,7 @@ FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "ll
                  "gemma-2b": "gemma", "gemma-2-9b": "gemma2", "gemma-3-1b": "gemma3_text",
                  "qwen2.5-7b": "qwen2", "qwen3-8b": "qwen3", "olmo-2-7b": "olmo2", "granite-3.3-8b": "granite", "granite-3.1-3b-a800m": "granitemoe",
                  "gpt-oss-20b": "gpt_oss", "olmoe-1b-7b": "olmoe",
-                 "starcoder2-3b": "starcoder2",
+                 "starcoder2-3b": "starcoder2", "command-r7b": "cohere2",
                  "qwen1.5-moe-a2.7b": "qwen2_moe", "qwen3-30b-a3b": "qwen3_moe",
                  "falcon-7b": "falcon", "phi-3-mini": "phi3",
                  "roberta-base": "roberta", "xlm-roberta-large": "xlm-roberta",
@@ -82,6 +82,8 @@ def small(spec: Spec) -> Spec:
         changes |= {"expert_groups": 2, "topk_groups": 1} if spec.group_limited else {}
     if spec.dense_layers:  # DeepSeek's first_k_dense_replace: block 0 dense
         changes["dense_layers"] = [0]
+    if spec.nope_layers:  # Command R7B's global layers: block 1 without RoPE
+        changes["nope_layers"] = [1]
     if spec.n_experts:  # experts and shared experts keep widths of their own
         changes |= {"expert_d_ff": 16} if spec.expert_d_ff is not None else {}
         changes |= {"shared_expert_d_ff": 24} if spec.shared_expert_d_ff is not None else {}

@@ -148,3 +148,17 @@ def test_lora_targets_in_any_order_count_the_same_adapters() -> None:
         assert code == 0, err
         counts.append(json.loads(out)["total_bytes"])
     assert counts[0] == counts[1]
+
+
+@pytest.mark.parametrize(("name", "named"), [
+    ("gpt-oss-20b", "activation memory of gpt-oss's transformers modules (attention sinks, "
+                    "clamped-SwiGLU experts) is not modelled yet"),
+    ("command-r7b", "activation memory of Cohere's transformers modules (float32 LayerNorm and "
+                    "RoPE copies) is not modelled yet"),
+])
+def test_an_unmeasured_live_set_is_refused_by_name(invoke, name: str, named: str) -> None:
+    """Measured against torch, the generic layer missed these (tests/parity memory rows): a
+    refusal, never a figure known to be wrong."""
+    result = invoke("memory", name)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert named in result.stderr and result.stderr.count("\n") == 1, result.stderr

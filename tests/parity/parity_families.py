@@ -368,6 +368,29 @@ def starcoder2_plain() -> PreTrainedModel:
     return starcoder2(use_bias=False, sliding_window=None, tie_word_embeddings=False)
 
 
+# --- Command R / R7B (cohere, cohere2) ----------------------------------------------------------
+# One bias-free LayerNorm feeding attention and MLP in parallel, interleaved RoPE, logits times
+# logit_scale (0.25, R7B's), tied; cohere with attention biases; cohere2 three sliding layers
+# (window 4) to one global layer without RoPE.
+
+COHERE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "num_hidden_layers": 4, "intermediate_size": 96, "vocab_size": VOCAB,
+          "max_position_embeddings": 64, "logit_scale": 0.25, "pad_token_id": 0,
+          "bos_token_id": 1, "eos_token_id": 2,
+          "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def cohere() -> PreTrainedModel:
+    from transformers import CohereConfig, CohereForCausalLM
+    return CohereForCausalLM(CohereConfig(**COHERE, attention_bias=True))
+
+
+def cohere2(**changes: object) -> PreTrainedModel:
+    from transformers import Cohere2Config, Cohere2ForCausalLM
+    return Cohere2ForCausalLM(Cohere2Config(**COHERE | {"head_dim": 16, "sliding_window": WINDOW}
+                                            | changes))
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -394,5 +417,7 @@ ROWS = [
     Family("olmoe-renormalised", olmoe_renormalised),
     Family("starcoder2", starcoder2, GEMMA_PROMPTS),
     Family("starcoder2-plain", starcoder2_plain),
+    Family("cohere", cohere),
+    Family("cohere2", cohere2, GEMMA_PROMPTS),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

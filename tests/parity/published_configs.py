@@ -272,6 +272,30 @@ STARCODER2_3B = {  # bigcode/starcoder2-3b config.json (mlp_type / norm_type: re
     "num_key_value_heads": 2, "rope_theta": 999999.4420358813, "sliding_window": 4096,
     "use_bias": True, "use_cache": True, "vocab_size": 49152,
 }
+COMMAND_R7B = {  # CohereForAI/c4ai-command-r7b-12-2024 config.json (keys transformers reads
+    # for nothing kept: use_parallel_block, rotary_pct, position_embedding_type, ...)
+    "architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2", "attention_bias": False,
+    "attention_dropout": 0.0, "bos_token_id": 5, "cache_implementation": "hybrid",
+    "eos_token_id": 255001, "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096,
+    "initializer_range": 0.02, "intermediate_size": 14336, "layer_norm_eps": 1e-05,
+    "logit_scale": 0.25, "max_position_embeddings": 8192, "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 8,
+    "order_of_interleaved_layers": "local_attn_first", "pad_token_id": 0,
+    "position_embedding_type": "rope_gptj", "rope_scaling": None, "rope_theta": 50000,
+    "rotary_pct": 1.0, "sliding_window": 4096, "sliding_window_pattern": 4,
+    "tie_word_embeddings": True, "use_cache": True, "use_embedding_sharing": True,
+    "use_gated_activation": True, "use_parallel_block": True, "use_parallel_embedding": True,
+    "vocab_size": 256000,
+}
+COMMAND_R_V01 = {  # CohereForAI/c4ai-command-r-v01 config.json
+    "architectures": ["CohereForCausalLM"], "model_type": "cohere", "attention_bias": False,
+    "attention_dropout": 0.0, "bos_token_id": 5, "eos_token_id": 255001, "hidden_act": "silu",
+    "hidden_size": 8192, "initializer_range": 0.02, "intermediate_size": 22528,
+    "layer_norm_eps": 1e-05, "logit_scale": 0.0625, "max_position_embeddings": 8192,
+    "num_attention_heads": 64, "num_hidden_layers": 40, "num_key_value_heads": 64,
+    "pad_token_id": 0, "rope_theta": 8000000.0, "use_cache": True, "use_qk_norm": False,
+    "vocab_size": 256000,
+}
 GRANITE_3_1_3B_A800M = {  # ibm-granite/granite-3.1-3b-a800m-instruct config.json
     "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
     "attention_bias": False, "attention_dropout": 0.1, "attention_multiplier": 0.015625,

@@ -110,6 +110,13 @@ def check_modelled(spec: Spec) -> None:
         raise BadInputError(f"{spec.name}: activation memory of gpt-oss's transformers modules "
                             "(attention sinks, clamped-SwiGLU experts) is not modelled yet; "
                             "`tfcli params` gives its weights and KV cache")
+    if (spec.family == "decoder" and spec.norm == "layernorm_nobias"
+            and spec.rope_pairing == "interleaved"):
+        # CohereForCausalLM / Cohere2ForCausalLM measured (tests/parity, 2 x 64 tokens): 10-35%
+        # more than the generic layer saves (float32 LayerNorm and RoPE copies, scaled logits)
+        raise BadInputError(f"{spec.name}: activation memory of Cohere's transformers modules "
+                            "(float32 LayerNorm and RoPE copies) is not modelled yet; "
+                            "`tfcli params` gives its weights and KV cache")
     if spec.positions == "relative" and spec.family == "decoder":
         raise BadInputError(f"{spec.name}: activation memory of a decoder-only model with a "
                             "relative position bias is not modelled yet (T5's encoder-decoder "

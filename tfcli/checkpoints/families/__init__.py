@@ -26,6 +26,7 @@ from tfcli.checkpoints.families import granite
 from tfcli.checkpoints.families import gpt_oss
 from tfcli.checkpoints.families import olmoe
 from tfcli.checkpoints.families import starcoder2
+from tfcli.checkpoints.families import cohere
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
@@ -65,6 +66,9 @@ FAMILIES: dict[str, Family] = {
     "phi3": Family(phi3.DEFAULTS, phi3.read, phi3.TABLE),
     "olmo2": Family(olmo2.DEFAULTS, olmo2.read, olmo2.TABLE),
     "olmoe": Family(olmoe.DEFAULTS, olmoe.read, olmoe.TABLE, olmoe.CLASSES),
+    "cohere": Family(cohere.DEFAULTS, cohere.read, cohere.TABLE, cohere.CLASSES),
+    "cohere2": Family(cohere.COHERE2_DEFAULTS, cohere.read_cohere2, cohere.TABLE,
+                      cohere.COHERE2_CLASSES),
     "starcoder2": Family(starcoder2.DEFAULTS, starcoder2.read, starcoder2.TABLE,
                          starcoder2.CLASSES),
     "gemma": Family(gemma.GEMMA_DEFAULTS, gemma.read_gemma, gemma.GEMMA_TABLE),

@@ -1,0 +1,80 @@
+"""Cohere's Command models: Command R / R+ (`cohere`) and Command R7B / A (`cohere2`). One
+LayerNorm without a bias feeds attention and a SwiGLU MLP side by side (x + attn(N(x)) +
+mlp(N(x)): parallel_residual one_norm), RoPE rotates interleaved pairs (2i, 2i + 1), the head is
+tied to the embedding and the logits are multiplied by `logit_scale` (read as logits_scaling,
+its inverse). Cohere2 adds layer_types (three sliding layers to one global) with no rotary
+embedding on the global layers (NoPE). Command R+'s per-head q/k LayerNorms (`use_qk_norm`:
+one weight for each head) are refused by name."""
+
+from __future__ import annotations
+
+from tfcli.checkpoints.families import llama
+from tfcli.checkpoints.families.common import require_false, unsupported
+from tfcli.checkpoints.families.gemma import attention_pattern
+from tfcli.checkpoints.families.rope import rope_theta, with_rope_scaling
+from tfcli.checkpoints.fields import Config, ConfigFields, shown
+from tfcli.checkpoints.heads import BARE, LM, Architecture
+from tfcli.checkpoints.names import Table
+
+# CohereConfig() / Cohere2Config() defaults, for the keys read
+DEFAULTS: Config = {
+    "vocab_size": 256000, "hidden_size": 8192, "intermediate_size": 22528,
+    "logit_scale": 0.0625, "num_hidden_layers": 40, "num_attention_heads": 64,
+    "num_key_value_heads": 64, "head_dim": None, "hidden_act": "silu",
+    "max_position_embeddings": 8192, "layer_norm_eps": 1e-5, "tie_word_embeddings": True,
+    "rope_theta": 500000.0, "attention_bias": False, "use_qk_norm": False,
+}
+COHERE2_DEFAULTS: Config = DEFAULTS | {
+    "rope_theta": 10000.0, "sliding_window": 4096, "layer_types": None, "head_dim": 128,
+    "sliding_window_pattern": 4,
+}
+CLASSES: dict[str, Architecture] = {"CohereForCausalLM": LM, "CohereModel": BARE}
+COHERE2_CLASSES: dict[str, Architecture] = {"Cohere2ForCausalLM": LM, "Cohere2Model": BARE}
+
+
+def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
+    require_false(c, "use_qk_norm")  # Command R+: a (heads, d_head) weight, one per head
+    act = c.text("hidden_act")
+    if act not in ("silu", "swish"):
+        raise unsupported(c, f"hidden_act {shown(act)} is not supported (only silu)")
+    d_model, n_heads = c.integer("hidden_size"), c.integer("num_attention_heads")
+    fields: Config = {
+        "family": "decoder", "vocab_size": c.integer("vocab_size"),
+        "max_seq_len": c.integer("max_position_embeddings"), "d_model": d_model,
+        "n_heads": n_heads, "n_kv_heads": c.optional_integer("num_key_value_heads") or n_heads,
+        "d_head": c.optional_integer("head_dim") or d_model // n_heads,
+        "n_layers": c.integer("num_hidden_layers"), "d_ff": c.integer("intermediate_size"),
+        "activation": "swiglu", "norm": "layernorm_nobias", "norm_placement": "pre",
+        "parallel_residual": "one_norm", "norm_eps": c.number("layer_norm_eps"),
+        "positions": "rope", "rope_pairing": "interleaved", "rope_theta": rope_theta(c),
+        "bias": False, "attention_bias": c.flag("attention_bias"),
+        "tie_embeddings": c.flag("tie_word_embeddings"), "lm_head": arch.lm_head,
+    }
+    with_rope_scaling(c, fields)
+    scale = c.number("logit_scale")
+    if arch.lm_head and scale != 1:  # a bare model has no logits to scale
+        fields["logits_scaling"] = 1 / scale
+    return fields, []
+
+
+def read_cohere2(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
+    """Cohere2: `layer_types`, else every `sliding_window_pattern`-th layer full (4: R7B's three
+    sliding to one full); only the sliding layers rotate (Cohere2Attention applies RoPE with a
+    sliding window only)."""
+    fields, notes = read(c, arch)
+    period = None if c.names("layer_types") else c.integer("sliding_window_pattern")
+    pattern = attention_pattern(c, ["local"] * ((period or 1) - 1) + ["global"])
+    fields |= pattern
+    kinds = pattern.get("layer_pattern", ["global"])
+    nope = [i for i in range(fields["n_layers"]) if kinds[i % len(kinds)] == "global"]
+    if nope:
+        fields["nope_layers"] = nope
+    return fields, notes
+
+
+# LLaMA's tensor names without post_attention_layernorm: one norm feeds both sublayers
+TABLE = Table(
+    bases=llama.TABLE.bases, anchor=llama.TABLE.anchor, ignored=llama.TABLE.ignored,
+    tied_copies=llama.TABLE.tied_copies,
+    rules=tuple(r for r in llama.TABLE.rules if "post_attention_layernorm" not in r.hf),
+)
