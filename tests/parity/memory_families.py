@@ -128,6 +128,10 @@ DECODERS = (
                         eos_token_id=0), optimizer=True),
     Family("mixtral", "MixtralForCausalLM", "MixtralConfig",  # top-2 of 4 experts
            SMALL | dict(num_local_experts=4, num_experts_per_tok=2), optimizer=True),
+    Family("glm", "GlmForCausalLM", "GlmConfig",  # partial interleaved RoPE, fused gate_up
+           SMALL | dict(head_dim=16, pad_token_id=0, eos_token_id=0), optimizer=True),
+    Family("glm4", "Glm4ForCausalLM", "Glm4Config",  # + post-sublayer norms
+           SMALL | dict(head_dim=16, pad_token_id=0, eos_token_id=0), optimizer=True),
     Family("starcoder2", "Starcoder2ForCausalLM", "Starcoder2Config",  # LayerNorm, biased GELU
            SMALL | dict(bos_token_id=0, eos_token_id=0, residual_dropout=0.0,
                         embedding_dropout=0.0, attention_dropout=0.0), optimizer=True),

@@ -391,6 +391,27 @@ def cohere2(**changes: object) -> PreTrainedModel:
                                             | changes))
 
 
+# --- GLM-4 / GLM-4-0414 ------------------------------------------------------------------------
+# RoPE on half of each 16-wide head in interleaved pairs, fused gate_up, q/k/v biases (none on
+# o), GQA; glm4 adds the post-sublayer norms.
+
+GLM = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+       "num_hidden_layers": 2, "intermediate_size": 96, "vocab_size": VOCAB,
+       "max_position_embeddings": 64, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+       "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0,
+                           "partial_rotary_factor": 0.5}}
+
+
+def glm() -> PreTrainedModel:
+    from transformers import GlmConfig, GlmForCausalLM
+    return GlmForCausalLM(GlmConfig(**GLM))
+
+
+def glm4() -> PreTrainedModel:
+    from transformers import Glm4Config, Glm4ForCausalLM
+    return Glm4ForCausalLM(Glm4Config(**GLM, tie_word_embeddings=True))
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -419,5 +440,7 @@ ROWS = [
     Family("starcoder2-plain", starcoder2_plain),
     Family("cohere", cohere),
     Family("cohere2", cohere2, GEMMA_PROMPTS),
+    Family("glm", glm),
+    Family("glm4", glm4),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

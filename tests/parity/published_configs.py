@@ -296,6 +296,19 @@ COMMAND_R_V01 = {  # CohereForAI/c4ai-command-r-v01 config.json
     "pad_token_id": 0, "rope_theta": 8000000.0, "use_cache": True, "use_qk_norm": False,
     "vocab_size": 256000,
 }
+GLM_4_9B_CHAT = {  # THUDM/glm-4-9b-chat-hf config.json
+    "architectures": ["GlmForCausalLM"], "model_type": "glm", "attention_bias": True,
+    "attention_dropout": 0.0, "eos_token_id": [151329, 151336, 151338], "head_dim": 128,
+    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+    "intermediate_size": 13696, "max_position_embeddings": 131072, "num_attention_heads": 32,
+    "num_hidden_layers": 40, "num_key_value_heads": 2, "pad_token_id": 151329,
+    "partial_rotary_factor": 0.5, "rms_norm_eps": 1.5625e-07, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "vocab_size": 151552,
+}
+GLM_4_9B_0414 = GLM_4_9B_CHAT | {  # THUDM/GLM-4-9B-0414 config.json: glm4's post-sublayer norms
+    "architectures": ["Glm4ForCausalLM"], "model_type": "glm4", "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-05,
+}
 GRANITE_3_1_3B_A800M = {  # ibm-granite/granite-3.1-3b-a800m-instruct config.json
     "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
     "attention_bias": False, "attention_dropout": 0.1, "attention_multiplier": 0.015625,

@@ -35,6 +35,8 @@ FUSED_MODULES: dict[str, frozenset[str]] = {
     "gpt_neox": frozenset({"qkv"}),
     "falcon": frozenset({"falcon_qkv"}),
     "starcoder2": frozenset({"gelu_kernel"}),  # gelu_pytorch_tanh
+    "glm": frozenset({"gate_up"}),
+    "glm4": frozenset({"gate_up"}),
 }
 
 

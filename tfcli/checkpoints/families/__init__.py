@@ -27,6 +27,7 @@ from tfcli.checkpoints.families import gpt_oss
 from tfcli.checkpoints.families import olmoe
 from tfcli.checkpoints.families import starcoder2
 from tfcli.checkpoints.families import cohere
+from tfcli.checkpoints.families import glm
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
@@ -69,6 +70,8 @@ FAMILIES: dict[str, Family] = {
     "cohere": Family(cohere.DEFAULTS, cohere.read, cohere.TABLE, cohere.CLASSES),
     "cohere2": Family(cohere.COHERE2_DEFAULTS, cohere.read_cohere2, cohere.TABLE,
                       cohere.COHERE2_CLASSES),
+    "glm": Family(glm.DEFAULTS, glm.read, glm.TABLE, glm.CLASSES),
+    "glm4": Family(glm.DEFAULTS, glm.read, glm.TABLE, glm.GLM4_CLASSES),
     "starcoder2": Family(starcoder2.DEFAULTS, starcoder2.read, starcoder2.TABLE,
                          starcoder2.CLASSES),
     "gemma": Family(gemma.GEMMA_DEFAULTS, gemma.read_gemma, gemma.GEMMA_TABLE),
