@@ -7,14 +7,14 @@ off proves nothing), and that the float64 logits match to 1e-10."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tests.parity.parity_families import right_padded, tokens
-from tests.parity.saved_models import real_logits
+from tests.parity.saved_models import real_logits, save_random
 from tests.parity.test_hf_parity import F32, F64
 
 if TYPE_CHECKING:
@@ -72,3 +72,22 @@ def assert_float64_logits_match(model: PreTrainedModel, path: Path,
                   ModelInput(tokens(), attention_mask=mask)).logits
     real = mask.astype(bool)
     np.testing.assert_allclose(got[real], want[real], **F64)
+
+
+def saved_rows(builders: Mapping[str, Callable[[], PreTrainedModel]]) -> Any:
+    """A module-scoped `saved` fixture: (model, path) of each builder's model, saved as the
+    parity rows are (save_random) with matrices of std 0.15 - logits of order 1, against which
+    a feature's effect is measured."""
+    import pytest
+
+    @pytest.fixture(scope="module", params=list(builders))
+    def saved(request: pytest.FixtureRequest,
+              tmp_path_factory: pytest.TempPathFactory) -> tuple[PreTrainedModel, Path]:
+        path = tmp_path_factory.mktemp(request.param)
+        return save_random(builders[request.param], path, std=0.15), path
+    return saved
+
+
+def layers(model: PreTrainedModel) -> list[Any]:
+    """A decoder's blocks (model.model.layers), for the switches that edit each."""
+    return list(model.model.layers)  # type: ignore[attr-defined]

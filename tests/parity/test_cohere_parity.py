@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits)
+                                        assert_switch_moves_the_logits, saved_rows)
 from tests.parity.parity_families import cohere, cohere2
 from tests.parity.saved_models import save_random
 
@@ -21,11 +21,7 @@ pytestmark = pytest.mark.slow
 BUILDERS = {"cohere": cohere, "cohere2": cohere2}
 
 
-@pytest.fixture(scope="module", params=list(BUILDERS))
-def saved(request: pytest.FixtureRequest,
-          tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
-    path = tmp_path_factory.mktemp(request.param)
-    return save_random(BUILDERS[request.param], path, std=0.15), path
+saved = saved_rows(BUILDERS)
 
 
 def _no_logit_scale(model: object) -> None:

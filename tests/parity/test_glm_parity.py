@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits)
+                                        assert_switch_moves_the_logits, layers, saved_rows)
 from tests.parity.parity_families import glm, glm4
 from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import _rms_norm_f64, _rope_f64
@@ -23,19 +23,11 @@ pytestmark = pytest.mark.slow
 BUILDERS = {"glm": glm, "glm4": glm4}
 
 
-@pytest.fixture(scope="module", params=list(BUILDERS))
-def saved(request: pytest.FixtureRequest,
-          tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
-    path = tmp_path_factory.mktemp(request.param)
-    return save_random(BUILDERS[request.param], path, std=0.15), path
-
-
-def _layers(model: object) -> list:
-    return list(model.model.layers)  # type: ignore[attr-defined]
+saved = saved_rows(BUILDERS)
 
 
 def _no_qkv_biases(model: object) -> None:
-    for layer in _layers(model):
+    for layer in layers(model):
         for proj in ("q_proj", "k_proj", "v_proj"):
             getattr(layer.self_attn, proj).bias.data.zero_()
 
@@ -53,7 +45,7 @@ def _no_rope(model: object) -> None:
 
 def _no_post_norms(model: object) -> None:
     import torch
-    for layer in _layers(model):
+    for layer in layers(model):
         layer.post_self_attn_layernorm = torch.nn.Identity()
         layer.post_mlp_layernorm = torch.nn.Identity()
 

@@ -14,48 +14,40 @@ import pytest
 
 from tests.parity.parity_families import gpt_oss
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits)
+                                        assert_switch_moves_the_logits, layers, saved_rows)
 from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import _rms_norm_f64
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
-    path = tmp_path_factory.mktemp("gpt-oss")
-    # std 0.15: logits of order 1, so that a feature's effect is measured against them
-    return save_random(gpt_oss, path, std=0.15), path
-
-
-def _layers(model: object) -> list:
-    return list(model.model.layers)  # type: ignore[attr-defined]
+saved = saved_rows({"gpt-oss": gpt_oss})
 
 
 def _no_sinks(model: object) -> None:
-    for layer in _layers(model):  # a sink of -1e4 takes no probability mass
+    for layer in layers(model):  # a sink of -1e4 takes no probability mass
         layer.self_attn.sinks.data.fill_(-1e4)
 
 
 def _no_clamp(model: object) -> None:
-    for layer in _layers(model):
+    for layer in layers(model):
         layer.mlp.experts.limit = 1e9
 
 
 def _no_router_bias(model: object) -> None:
-    for layer in _layers(model):
+    for layer in layers(model):
         layer.mlp.router.bias.data.zero_()
 
 
 def _no_expert_biases(model: object) -> None:
-    for layer in _layers(model):
+    for layer in layers(model):
         layer.mlp.experts.gate_up_proj_bias.data.zero_()
         layer.mlp.experts.down_proj_bias.data.zero_()
 
 
 def _no_window(model: object) -> None:
-    model.config.layer_types = ["full_attention"] * len(_layers(model))  # type: ignore[attr-defined]
-    for layer in _layers(model):
+    model.config.layer_types = ["full_attention"] * len(layers(model))  # type: ignore[attr-defined]
+    for layer in layers(model):
         layer.self_attn.sliding_window = None
 
 

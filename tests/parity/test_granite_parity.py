@@ -12,8 +12,7 @@ import pytest
 
 from tests.parity.parity_families import granite, granitemoe
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits)
-from tests.parity.saved_models import save_random
+                                        assert_switch_moves_the_logits, saved_rows)
 from tests.parity.test_hf_parity import _rms_norm_f64, _rope_f64
 
 pytestmark = pytest.mark.slow
@@ -22,12 +21,7 @@ pytestmark = pytest.mark.slow
 BUILDERS = {"granite": granite, "granitemoe": granitemoe}
 
 
-@pytest.fixture(scope="module", params=list(BUILDERS))
-def saved(request: pytest.FixtureRequest,
-          tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
-    path = tmp_path_factory.mktemp(request.param)
-    # std 0.15: logits of order 1, so that a multiplier's effect is measured against them
-    return save_random(BUILDERS[request.param], path, std=0.15), path
+saved = saved_rows(BUILDERS)
 
 
 def _switch_off(model: object, multiplier: str) -> None:

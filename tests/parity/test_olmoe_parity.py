@@ -12,17 +12,13 @@ import pytest
 
 from tests.parity.parity_families import olmoe
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits)
-from tests.parity.saved_models import save_random
+                                        assert_switch_moves_the_logits, saved_rows)
 from tests.parity.test_hf_parity import _rms_norm_f64, _rope_f64
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
-    path = tmp_path_factory.mktemp("olmoe")
-    return save_random(olmoe, path, std=0.15), path
+saved = saved_rows({"olmoe": olmoe})
 
 
 def _no_qk_norm(model: object) -> None:

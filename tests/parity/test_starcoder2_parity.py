@@ -12,38 +12,30 @@ from pathlib import Path
 import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits)
+                                        assert_switch_moves_the_logits, layers, saved_rows)
 from tests.parity.parity_families import starcoder2
-from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import _rope_f64
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
-    path = tmp_path_factory.mktemp("starcoder2")
-    return save_random(starcoder2, path, std=0.15), path
-
-
-def _layers(model: object) -> list:
-    return list(model.model.layers)  # type: ignore[attr-defined]
+saved = saved_rows({"starcoder2": starcoder2})
 
 
 def _no_window(model: object) -> None:
     model.config.sliding_window = None  # type: ignore[attr-defined]
-    for layer in _layers(model):
+    for layer in layers(model):
         layer.self_attn.sliding_window = None
 
 
 def _no_norm_biases(model: object) -> None:
-    for layer in _layers(model):
+    for layer in layers(model):
         layer.input_layernorm.bias.data.zero_()
         layer.post_attention_layernorm.bias.data.zero_()
 
 
 def _no_mlp_biases(model: object) -> None:
-    for layer in _layers(model):
+    for layer in layers(model):
         layer.mlp.c_fc.bias.data.zero_()
         layer.mlp.c_proj.bias.data.zero_()
 

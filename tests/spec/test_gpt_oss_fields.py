@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import VALID_SPEC
+from tests.spec.spec_refusals import assert_field_refused
 from tfcli.engine.ffn import gate_
 from tfcli.engine.init import init_weights
 from tfcli.engine.model import forward
@@ -33,12 +34,7 @@ BAD = [  # (YAML, field, message part)
 
 @pytest.mark.parametrize(("text", "field", "message"), BAD)
 def test_a_bad_field_is_named(invoke, write_spec, text: str, field: str, message: str) -> None:
-    lines = dict(line.split(":", 1) for line in text.splitlines())  # a later key wins
-    path = write_spec("\n".join(f"{k}:{v}" for k, v in lines.items()) + "\n")
-    result = invoke("params", str(path))
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    assert f"'{field}'" in result.stderr and message in result.stderr, result.stderr
+    assert_field_refused(invoke, write_spec, text, field, message)
 
 
 def test_the_clamped_swiglu_is_its_formula() -> None:

@@ -9,10 +9,10 @@ one weight for each head) are refused by name."""
 from __future__ import annotations
 
 from tfcli.checkpoints.families import llama
-from tfcli.checkpoints.families.common import require_false, unsupported
+from tfcli.checkpoints.families.common import require_false
 from tfcli.checkpoints.families.gemma import attention_pattern
 from tfcli.checkpoints.families.rope import rope_theta, with_rope_scaling
-from tfcli.checkpoints.fields import Config, ConfigFields, shown
+from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import BARE, LM, Architecture
 from tfcli.checkpoints.names import Table
 
@@ -34,16 +34,8 @@ COHERE2_CLASSES: dict[str, Architecture] = {"Cohere2ForCausalLM": LM, "Cohere2Mo
 
 def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     require_false(c, "use_qk_norm")  # Command R+: a (heads, d_head) weight, one per head
-    act = c.text("hidden_act")
-    if act not in ("silu", "swish"):
-        raise unsupported(c, f"hidden_act {shown(act)} is not supported (only silu)")
-    d_model, n_heads = c.integer("hidden_size"), c.integer("num_attention_heads")
-    fields: Config = {
-        "family": "decoder", "vocab_size": c.integer("vocab_size"),
-        "max_seq_len": c.integer("max_position_embeddings"), "d_model": d_model,
-        "n_heads": n_heads, "n_kv_heads": c.optional_integer("num_key_value_heads") or n_heads,
-        "d_head": c.optional_integer("head_dim") or d_model // n_heads,
-        "n_layers": c.integer("num_hidden_layers"), "d_ff": c.integer("intermediate_size"),
+    llama.require_silu(c)
+    fields: Config = llama.decoder_sizes(c) | {
         "activation": "swiglu", "norm": "layernorm_nobias", "norm_placement": "pre",
         "parallel_residual": "one_norm", "norm_eps": c.number("layer_norm_eps"),
         "positions": "rope", "rope_pairing": "interleaved", "rope_theta": rope_theta(c),

@@ -7,9 +7,8 @@ post_mlp_layernorm): norm_placement sandwich."""
 from __future__ import annotations
 
 from tfcli.checkpoints.families import llama
-from tfcli.checkpoints.families.common import unsupported
 from tfcli.checkpoints.families.partial_rope import partial_rope
-from tfcli.checkpoints.fields import Config, ConfigFields, shown
+from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import BARE, LM, Architecture
 from tfcli.checkpoints.names import Rule, Table, rule
 
@@ -26,23 +25,15 @@ GLM4_CLASSES: dict[str, Architecture] = {"Glm4ForCausalLM": LM, "Glm4Model": BAR
 
 
 def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
-    act = c.text("hidden_act")
-    if act not in ("silu", "swish"):
-        raise unsupported(c, f"hidden_act {shown(act)} is not supported (only silu)")
-    d_model, n_heads = c.integer("hidden_size"), c.integer("num_attention_heads")
-    d_head = c.optional_integer("head_dim") or d_model // n_heads
-    fields: Config = {
-        "family": "decoder", "vocab_size": c.integer("vocab_size"),
-        "max_seq_len": c.integer("max_position_embeddings"), "d_model": d_model,
-        "n_heads": n_heads, "n_kv_heads": c.optional_integer("num_key_value_heads") or n_heads,
-        "d_head": d_head, "n_layers": c.integer("num_hidden_layers"),
-        "d_ff": c.integer("intermediate_size"), "activation": "swiglu", "norm": "rmsnorm",
+    llama.require_silu(c)
+    fields: Config = llama.decoder_sizes(c) | {
+        "activation": "swiglu", "norm": "rmsnorm",
         "norm_placement": "sandwich" if c.values["model_type"] == "glm4" else "pre",
         "norm_eps": c.number("rms_norm_eps"), "rope_pairing": "interleaved",
         "bias": False, "attention_bias": c.flag("attention_bias"), "attention_out_bias": False,
         "tie_embeddings": c.flag("tie_word_embeddings"), "lm_head": arch.lm_head,
     }
-    return fields | partial_rope(c, d_head, "partial_rotary_factor", "rope_theta"), []
+    return fields | partial_rope(c, fields["d_head"], "partial_rotary_factor", "rope_theta"), []
 
 
 def _rules() -> list[Rule]:

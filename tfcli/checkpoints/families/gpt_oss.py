@@ -12,10 +12,9 @@ Its checkpoints stack each block's experts: `experts.gate_up_proj` (E, d, 2 d_ff
 from __future__ import annotations
 
 from tfcli.checkpoints.families import llama
-from tfcli.checkpoints.families.common import unsupported
 from tfcli.checkpoints.families.gemma import attention_pattern
 from tfcli.checkpoints.families.rope import rope_theta, with_rope_scaling
-from tfcli.checkpoints.fields import Config, ConfigFields, shown
+from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import BARE, LM, Architecture
 from tfcli.checkpoints.names import Table, rule, stacked
 
@@ -35,17 +34,10 @@ CLASSES: dict[str, Architecture] = {"GptOssForCausalLM": LM, "GptOssModel": BARE
 
 
 def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
-    act = c.text("hidden_act")
-    if act not in ("silu", "swish"):  # the experts' gate is their own clamped SwiGLU; the
-        # key is read by nothing else, but a config naming another activation is not gpt-oss
-        raise unsupported(c, f"hidden_act {shown(act)} is not supported (only silu)")
-    d_model, n_heads = c.integer("hidden_size"), c.integer("num_attention_heads")
-    fields: Config = {
-        "family": "decoder", "vocab_size": c.integer("vocab_size"),
-        "max_seq_len": c.integer("max_position_embeddings"), "d_model": d_model,
-        "n_heads": n_heads, "n_kv_heads": c.optional_integer("num_key_value_heads") or n_heads,
-        "d_head": c.optional_integer("head_dim") or d_model // n_heads,
-        "n_layers": c.integer("num_hidden_layers"), "d_ff": c.integer("intermediate_size"),
+    # the experts' gate is their own clamped SwiGLU; hidden_act is read by nothing else, but a
+    # config naming another activation is not gpt-oss
+    llama.require_silu(c)
+    fields: Config = llama.decoder_sizes(c) | {
         "activation": "swiglu_clamped", "swiglu_limit": c.number("swiglu_limit"),
         "swiglu_alpha": c.number("swiglu_alpha"),
         "norm": "rmsnorm", "norm_placement": "pre", "norm_eps": c.number("rms_norm_eps"),

@@ -32,17 +32,29 @@ QWEN2_DEFAULTS = LLAMA_DEFAULTS | {
 QWEN3_DEFAULTS = QWEN2_DEFAULTS | {"head_dim": 128}
 
 
-def read_llama(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
+def require_silu(c: ConfigFields) -> None:
+    """A SwiGLU family's `hidden_act`: silu (swish) only."""
     act = c.text("hidden_act")
     if act not in ("silu", "swish"):
         raise unsupported(c, f"hidden_act {shown(act)} is not supported (only silu)")
+
+
+def decoder_sizes(c: ConfigFields) -> Config:
+    """The sizes every LLaMA-style config.json names alike (hidden_size, num_attention_heads,
+    num_key_value_heads, head_dim, ...): a decoder's widths, heads, layers and context."""
     d_model, n_heads = c.integer("hidden_size"), c.integer("num_attention_heads")
-    fields: Config = {
+    return {
         "family": "decoder", "vocab_size": c.integer("vocab_size"),
         "max_seq_len": c.integer("max_position_embeddings"), "d_model": d_model,
         "n_heads": n_heads, "n_kv_heads": c.optional_integer("num_key_value_heads") or n_heads,
         "d_head": c.optional_integer("head_dim") or d_model // n_heads,
         "n_layers": c.integer("num_hidden_layers"), "d_ff": c.integer("intermediate_size"),
+    }
+
+
+def read_llama(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
+    require_silu(c)
+    fields: Config = decoder_sizes(c) | {
         "activation": "swiglu", "norm": "rmsnorm", "norm_placement": "pre",
         "norm_eps": c.number("rms_norm_eps"), "positions": "rope", "rope_theta": rope_theta(c),
         "bias": False, "attention_bias": c.flag("attention_bias"), "ffn_bias": c.flag("mlp_bias"),

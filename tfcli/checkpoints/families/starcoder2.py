@@ -5,6 +5,7 @@ sliding window (4,096 in the published models) on every layer."""
 
 from __future__ import annotations
 
+from tfcli.checkpoints.families import llama
 from tfcli.checkpoints.families.common import activation
 from tfcli.checkpoints.families.rope import rope_theta, with_rope_scaling
 from tfcli.checkpoints.fields import Config, ConfigFields
@@ -22,12 +23,7 @@ CLASSES: dict[str, Architecture] = {"Starcoder2ForCausalLM": LM, "Starcoder2Mode
 
 
 def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
-    d_model, n_heads = c.integer("hidden_size"), c.integer("num_attention_heads")
-    fields: Config = {
-        "family": "decoder", "vocab_size": c.integer("vocab_size"),
-        "max_seq_len": c.integer("max_position_embeddings"), "d_model": d_model,
-        "n_heads": n_heads, "n_kv_heads": c.optional_integer("num_key_value_heads") or n_heads,
-        "n_layers": c.integer("num_hidden_layers"), "d_ff": c.integer("intermediate_size"),
+    fields: Config = llama.decoder_sizes(c) | {
         "activation": activation(c, c.text("hidden_act"), "hidden_act"),
         "norm": "layernorm", "norm_placement": "pre", "norm_eps": c.number("norm_epsilon"),
         "positions": "rope", "rope_theta": rope_theta(c), "bias": c.flag("use_bias"),
