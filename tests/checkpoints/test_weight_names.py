@@ -45,7 +45,7 @@ FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "ll
                  "qwen2.5-7b": "qwen2", "qwen3-8b": "qwen3", "olmo-2-7b": "olmo2", "granite-3.3-8b": "granite", "granite-3.1-3b-a800m": "granitemoe",
                  "gpt-oss-20b": "gpt_oss", "olmoe-1b-7b": "olmoe",
                  "starcoder2-3b": "starcoder2", "command-r7b": "cohere2",
-                 "glm-4-9b": "glm",
+                 "glm-4-9b": "glm", "glm-4.5-air": "glm4_moe",
                  "qwen1.5-moe-a2.7b": "qwen2_moe", "qwen3-30b-a3b": "qwen3_moe",
                  "falcon-7b": "falcon", "phi-3-mini": "phi3",
                  "roberta-base": "roberta", "xlm-roberta-large": "xlm-roberta",

@@ -412,6 +412,24 @@ def glm4() -> PreTrainedModel:
     return Glm4ForCausalLM(Glm4Config(**GLM, tie_word_embeddings=True))
 
 
+# --- GLM-4.5 (glm4_moe) -------------------------------------------------------------------------
+# GQA with q/k/v biases and per-head q/k norms, RoPE on half of each head (rotate_half's pairs),
+# a dense first block, then DeepSeek-V3 routing: 8 experts in 2 groups (the best 1), top-2 of
+# the sigmoid scores plus a nonzero correction bias, renormalised, x 2.5, one shared expert.
+
+GLM4_MOE = GLM | {"num_hidden_layers": 3, "moe_intermediate_size": 32, "n_routed_experts": 8,
+                  "num_experts_per_tok": 2, "n_group": 2, "topk_group": 1,
+                  "n_shared_experts": 1, "first_k_dense_replace": 1,
+                  "routed_scaling_factor": 2.5, "attention_bias": True, "use_qk_norm": True}
+
+
+def glm4_moe(**changes: object) -> PreTrainedModel:
+    from transformers import Glm4MoeConfig, Glm4MoeForCausalLM
+    model = Glm4MoeForCausalLM(Glm4MoeConfig(**GLM4_MOE | changes))
+    model.set_experts_implementation("eager")  # grouped_mm has no float64 kernel
+    return _with_random_bias(model)
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -442,5 +460,6 @@ ROWS = [
     Family("cohere2", cohere2, GEMMA_PROMPTS),
     Family("glm", glm),
     Family("glm4", glm4),
+    Family("glm4-moe", glm4_moe),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

@@ -309,6 +309,18 @@ GLM_4_9B_0414 = GLM_4_9B_CHAT | {  # THUDM/GLM-4-9B-0414 config.json: glm4's pos
     "architectures": ["Glm4ForCausalLM"], "model_type": "glm4", "max_position_embeddings": 32768,
     "rms_norm_eps": 1e-05,
 }
+GLM_4_5_AIR = {  # zai-org/GLM-4.5-Air config.json (its MTP layer stored as model.layers.46)
+    "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "attention_bias": True,
+    "attention_dropout": 0.0, "pad_token_id": 151329, "eos_token_id": [151329, 151336, 151338],
+    "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, "partial_rotary_factor": 0.5,
+    "initializer_range": 0.02, "intermediate_size": 10944, "max_position_embeddings": 131072,
+    "moe_intermediate_size": 1408, "norm_topk_prob": True, "num_attention_heads": 96,
+    "n_group": 1, "topk_group": 1, "n_routed_experts": 128, "n_shared_experts": 1,
+    "routed_scaling_factor": 1.0, "num_experts_per_tok": 8, "first_k_dense_replace": 1,
+    "num_hidden_layers": 46, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+    "rope_scaling": None, "rope_theta": 1000000, "num_nextn_predict_layers": 1,
+    "tie_word_embeddings": False, "use_cache": True, "use_qk_norm": False, "vocab_size": 151552,
+}
 GRANITE_3_1_3B_A800M = {  # ibm-granite/granite-3.1-3b-a800m-instruct config.json
     "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
     "attention_bias": False, "attention_dropout": 0.1, "attention_multiplier": 0.015625,

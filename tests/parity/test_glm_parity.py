@@ -14,7 +14,7 @@ import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
                                         assert_switch_moves_the_logits, layers, saved_rows)
-from tests.parity.parity_families import glm, glm4
+from tests.parity.parity_families import glm, glm4, glm4_moe
 from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import _rms_norm_f64, _rope_f64
 
@@ -75,4 +75,68 @@ def test_float64_logits_match(saved: tuple[object, Path], monkeypatch: pytest.Mo
         monkeypatch.setattr(getattr(module, f"{prefix}RMSNorm"), "forward", _rms_norm_f64)
         monkeypatch.setattr(getattr(module, f"{prefix}RotaryEmbedding"), "forward", _rope_f64)
     model, path = saved
+    assert_float64_logits_match(model, path)  # type: ignore[arg-type]
+
+
+# --- GLM-4.5 (glm4_moe) -------------------------------------------------------------------------
+
+
+def _no_correction_bias(model: object) -> None:
+    for layer in layers(model)[1:]:  # the MoE blocks
+        layer.mlp.gate.e_score_correction_bias.zero_()
+
+
+def _no_qk_norms(model: object) -> None:
+    import torch
+    for layer in layers(model):
+        layer.self_attn.q_norm = torch.nn.Identity()
+        layer.self_attn.k_norm = torch.nn.Identity()
+
+
+def _unscaled_routing(model: object) -> None:
+    for layer in layers(model)[1:]:
+        layer.mlp.gate.routed_scaling_factor = 1.0
+
+
+MOE_SWITCHES: dict[str, Callable[[object], None]] = {
+    "correction bias": _no_correction_bias, "per-head q/k norms": _no_qk_norms,
+    "routed scaling": _unscaled_routing, "partial RoPE": _no_rope,
+}
+saved_moe = saved_rows({"glm4-moe": glm4_moe})
+
+
+@pytest.mark.parametrize("feature", list(MOE_SWITCHES))
+def test_each_glm4_moe_feature_moves_the_logits(saved_moe: tuple[object, Path],
+                                                feature: str) -> None:
+    model, path = saved_moe
+    assert_switch_moves_the_logits(model, path, MOE_SWITCHES[feature])  # type: ignore[arg-type]
+
+
+def _router_f64(self: object, x: object) -> tuple:
+    """Glm4MoeTopkRouter in the model's dtype (transformers: float32), else as it is."""
+    import torch
+    flat = x.view(-1, self.hidden_dim)  # type: ignore[attr-defined]
+    logits = torch.nn.functional.linear(flat, self.weight)  # type: ignore[attr-defined]
+    scores = logits.sigmoid()
+    choice = (scores + self.e_score_correction_bias.to(scores.dtype))  # type: ignore[attr-defined]
+    groups, size = self.num_group, self.num_experts // self.num_group  # type: ignore[attr-defined]
+    group_scores = choice.view(-1, groups, size).topk(2, dim=-1)[0].sum(dim=-1)
+    best = torch.topk(group_scores, k=self.topk_group, dim=-1)[1]  # type: ignore[attr-defined]
+    keep = torch.zeros_like(group_scores).scatter_(1, best, 1).bool()
+    choice = choice.masked_fill(~keep.unsqueeze(-1).expand(-1, groups, size).reshape(
+        -1, self.num_experts), float("-inf"))  # type: ignore[attr-defined]
+    index = torch.topk(choice, k=self.top_k, dim=-1)[1]  # type: ignore[attr-defined]
+    weights = scores.gather(1, index)
+    if self.norm_topk_prob:  # type: ignore[attr-defined]
+        weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+    return logits, weights * self.routed_scaling_factor, index  # type: ignore[attr-defined]
+
+
+def test_glm4_moe_float64_logits_match(saved_moe: tuple[object, Path],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from transformers.models.glm4_moe import modeling_glm4_moe as module
+    monkeypatch.setattr(module.Glm4MoeRMSNorm, "forward", _rms_norm_f64)
+    monkeypatch.setattr(module.Glm4MoeRotaryEmbedding, "forward", _rope_f64)
+    monkeypatch.setattr(module.Glm4MoeTopkRouter, "forward", _router_f64)
+    model, path = saved_moe
     assert_float64_logits_match(model, path)  # type: ignore[arg-type]

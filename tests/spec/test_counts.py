@@ -39,6 +39,7 @@ REFERENCE_TOTALS = {
     "qwen3-8b": 8_190_735_360,
     "granite-3.3-8b": 8_170_864_640,  # GraniteForCausalLM: tests/parity/test_totals.py
     "granite-3.1-3b-a800m": 3_298_793_472,  # GraniteMoeForCausalLM: tests/parity/test_totals.py
+    "glm-4.5-air": 106_852_245_504,  # Glm4MoeForCausalLM: tests/parity/test_totals.py
     "glm-4-9b": 9_399_951_360,  # GlmForCausalLM: tests/parity/test_totals.py
     "command-r7b": 8_028_033_024,  # Cohere2ForCausalLM: tests/parity/test_totals.py
     "starcoder2-3b": 3_030_371_328,  # Starcoder2ForCausalLM: tests/parity/test_totals.py

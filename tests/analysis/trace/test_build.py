@@ -28,9 +28,12 @@ BIG |= {"gemma-2b", "gemma-2-9b", "gemma-3-1b"}  # 256k-262k vocabularies: 0.3-0
 BIG |= {"mt5-small", "umt5-small"}  # 250k-256k vocabularies, head untied: 0.26 G floats
 BIG |= {"xlm-roberta-large"}  # 250k vocabulary: 0.26 G floats
 MOE = {"qwen1.5-moe-a2.7b", "qwen3-30b-a3b"}  # 60 / 128 experts per block: their widths shrink too
+MOE |= {"gpt-oss-20b", "gpt-oss-120b", "granite-3.1-3b-a800m", "olmoe-1b-7b"}
+BIG |= {"command-r7b", "glm-4-9b", "starcoder2-3b"}
 # 256 / 64 experts, 128 / 16 heads of 192 + 128 dims: d_model and the latent ranks shrink too
 # (heads, head widths, experts, groups and the dense first blocks kept); 9 GiB for one V3 block
-DEEPSEEK = {"deepseek-v3": 4, "deepseek-v2-lite": 2}  # blocks run: the dense ones and one MoE
+DEEPSEEK = {"deepseek-v3": 4, "deepseek-v2-lite": 2}
+MOE |= {"glm-4.5-air"}  # 128 experts, a dense first block: both run (2 blocks)  # blocks run: the dense ones and one MoE
 
 # B=2, T=3, d=8, H=2, Hkv=1 (GQA), dh=4, d_ff=16, V=11, biases, learned positions, tied head.
 TINY = Spec(name="tiny", family="decoder", vocab_size=11, max_seq_len=16, d_model=8, n_heads=2,

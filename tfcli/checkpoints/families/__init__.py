@@ -72,6 +72,7 @@ FAMILIES: dict[str, Family] = {
                       cohere.COHERE2_CLASSES),
     "glm": Family(glm.DEFAULTS, glm.read, glm.TABLE, glm.CLASSES),
     "glm4": Family(glm.DEFAULTS, glm.read, glm.TABLE, glm.GLM4_CLASSES),
+    "glm4_moe": Family(glm.GLM4_MOE_DEFAULTS, glm.read_moe, glm.MOE_TABLE, glm.GLM4_MOE_CLASSES),
     "starcoder2": Family(starcoder2.DEFAULTS, starcoder2.read, starcoder2.TABLE,
                          starcoder2.CLASSES),
     "gemma": Family(gemma.GEMMA_DEFAULTS, gemma.read_gemma, gemma.GEMMA_TABLE),

@@ -84,25 +84,25 @@ def _n_experts(c: ConfigFields) -> tuple[str, int]:
     return "n_routed_experts", c.integer("n_routed_experts")
 
 
-def _groups(c: ConfigFields, n_experts: tuple[str, int], k: int, score: str) -> Config:
+def groups(c: ConfigFields, n_experts: tuple[str, int], k: int, score: str) -> Config:
     """Group-limited routing: n_group equal groups, a token's experts from the topk_group best."""
     key, count = n_experts
-    groups, chosen = c.integer("n_group"), c.integer("topk_group")
-    if count % groups:
-        raise c.error("n_group", f"{groups:,} does not divide {key} {count:,} into equal groups")
-    if chosen > groups:
-        raise c.error("topk_group", f"{chosen:,} exceeds n_group {groups:,}")
-    per_group = count // groups
+    n_groups, chosen = c.integer("n_group"), c.integer("topk_group")
+    if count % n_groups:
+        raise c.error("n_group", f"{n_groups:,} does not divide {key} {count:,} into equal groups")
+    if chosen > n_groups:
+        raise c.error("topk_group", f"{chosen:,} exceeds n_group {n_groups:,}")
+    per_group = count // n_groups
     if score == "top2_sum" and per_group < 2:
         raise c.error("n_group", f"leaves {per_group} expert per group; DeepSeek-V3 scores a "
                       "group by its best two")
     if k > chosen * per_group:
         raise c.error("num_experts_per_tok", f"{k:,} exceeds the {chosen * per_group:,} "
                       f"experts of the topk_group {chosen:,} groups a token may use")
-    return {"expert_groups": groups, "topk_groups": chosen, "group_score": score}
+    return {"expert_groups": n_groups, "topk_groups": chosen, "group_score": score}
 
 
-def _moe_fields(c: ConfigFields, n_layers: int) -> tuple[Config, tuple[str, int]]:
+def moe_fields(c: ConfigFields, n_layers: int) -> tuple[Config, tuple[str, int]]:
     """Experts, shared experts and the first dense blocks; a dense model (no fields) when
     first_k_dense_replace covers every block, as transformers then builds no MoE block."""
     dense = c.integer("first_k_dense_replace", minimum=0)
@@ -140,12 +140,12 @@ def read_deepseek_v2(c: ConfigFields, arch: Architecture) -> tuple[Config, list[
     require_false(c, "mlp_bias")
     fields, notes = _attention(c, arch)
     fields["rope_pairing"] = "interleaved"
-    moe, n_experts = _moe_fields(c, fields["n_layers"])
+    moe, n_experts = moe_fields(c, fields["n_layers"])
     if moe:
         moe["norm_topk_prob"] = False
         method = c.optional_text("topk_method")
         if method == "group_limited_greedy":
-            moe |= _groups(c, n_experts, moe["experts_per_token"], "max")
+            moe |= groups(c, n_experts, moe["experts_per_token"], "max")
         elif method != "greedy":
             raise unsupported(c, f"topk_method {shown(method)} is not supported "
                                  "(supported: greedy, group_limited_greedy)")
@@ -167,11 +167,11 @@ def read_deepseek_v3(c: ConfigFields, arch: Architecture) -> tuple[Config, list[
     fields, notes = _attention(c, arch)
     fields["ffn_bias"] = False  # DeepseekV3MLP has no biases (it never reads mlp_bias)
     fields["rope_pairing"] = "interleaved" if _flag_or_none(c, "rope_interleave") else "half"
-    moe, n_experts = _moe_fields(c, fields["n_layers"])
+    moe, n_experts = moe_fields(c, fields["n_layers"])
     if moe:
         moe |= {"norm_topk_prob": _flag_or_none(c, "norm_topk_prob"),
                 "router_scoring": "sigmoid", "router_bias": True}
-        moe |= _groups(c, n_experts, moe["experts_per_token"], "top2_sum")
+        moe |= groups(c, n_experts, moe["experts_per_token"], "top2_sum")
     key = "num_mtp_layers" if c.has("num_mtp_layers") else "num_nextn_predict_layers"
     mtp = c.optional_integer(key, minimum=0)
     if mtp:

@@ -2,11 +2,19 @@
 with biases on q, k and v (none on o), RoPE on the first `partial_rotary_factor` (0.5) of each
 head in interleaved pairs (2i, 2i + 1), and a fused `gate_up_proj` (gate | up). GLM-4-0414
 adds RMSNorms on each sublayer's output inside the residual (post_self_attn_layernorm,
-post_mlp_layernorm): norm_placement sandwich."""
+post_mlp_layernorm): norm_placement sandwich.
+
+GLM-4.5 / 4.5-Air (`glm4_moe`) keep GQA with q/k/v biases and partial RoPE - rotate_half's
+pairs here, not interleaved - with optional per-head q/k RMSNorms (`use_qk_norm`), and route
+each token DeepSeek-V3's way: sigmoid scores plus the e_score_correction_bias buffer choose k
+experts within the topk_group best groups, renormalised with norm_topk_prob, times
+routed_scaling_factor, beside n_shared_experts; the first_k_dense_replace blocks are dense. Its
+multi-token-prediction layer (num_nextn_predict_layers, stored after the last layer) is not
+built by transformers, nor counted here."""
 
 from __future__ import annotations
 
-from tfcli.checkpoints.families import llama
+from tfcli.checkpoints.families import deepseek, llama
 from tfcli.checkpoints.families.partial_rope import partial_rope
 from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import BARE, LM, Architecture
@@ -20,8 +28,17 @@ DEFAULTS: Config = {
     "rms_norm_eps": 1.5625e-07, "tie_word_embeddings": False, "rope_theta": 10000.0,
     "partial_rotary_factor": 0.5, "attention_bias": True,
 }
+GLM4_MOE_DEFAULTS: Config = DEFAULTS | {  # Glm4MoeConfig()
+    "intermediate_size": 10944, "num_hidden_layers": 46, "num_attention_heads": 96,
+    "num_key_value_heads": 8, "head_dim": None, "rms_norm_eps": 1e-5, "attention_bias": False,
+    "moe_intermediate_size": 1408, "num_experts_per_tok": 8, "n_shared_experts": 1,
+    "n_routed_experts": 128, "routed_scaling_factor": 1.0, "n_group": 1, "topk_group": 1,
+    "first_k_dense_replace": 1, "norm_topk_prob": True, "use_qk_norm": False,
+    "num_nextn_predict_layers": 1,
+}
 CLASSES: dict[str, Architecture] = {"GlmForCausalLM": LM, "GlmModel": BARE}
 GLM4_CLASSES: dict[str, Architecture] = {"Glm4ForCausalLM": LM, "Glm4Model": BARE}
+GLM4_MOE_CLASSES: dict[str, Architecture] = {"Glm4MoeForCausalLM": LM, "Glm4MoeModel": BARE}
 
 
 def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
@@ -34,6 +51,23 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
         "tie_embeddings": c.flag("tie_word_embeddings"), "lm_head": arch.lm_head,
     }
     return fields | partial_rope(c, fields["d_head"], "partial_rotary_factor", "rope_theta"), []
+
+
+def read_moe(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
+    fields, notes = read(c, arch)
+    fields |= {"rope_pairing": "half", "norm_placement": "pre", "ffn_bias": False}
+    if c.flag("use_qk_norm"):
+        fields["qk_norm"] = "per_head"
+    moe, n_experts = deepseek.moe_fields(c, fields["n_layers"])
+    if moe:
+        moe |= {"norm_topk_prob": c.flag("norm_topk_prob"), "router_scoring": "sigmoid",
+                "router_bias": True}
+        moe |= deepseek.groups(c, n_experts, moe["experts_per_token"], "top2_sum")
+    mtp = c.optional_integer("num_nextn_predict_layers", minimum=0)
+    if mtp:
+        notes.append(f"{mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) not "
+                     "built or counted, as in transformers")
+    return fields | moe, notes
 
 
 def _rules() -> list[Rule]:
@@ -56,3 +90,15 @@ def _rules() -> list[Rule]:
 
 TABLE = Table(bases=llama.TABLE.bases, anchor=llama.TABLE.anchor, rules=tuple(_rules()),
               ignored=llama.TABLE.ignored, tied_copies=llama.TABLE.tied_copies)
+
+# GLM-4.5's tensor names: LLaMA's attention (Qwen3's q/k norm names), norms and dense MLP, and
+# DeepSeek's MoE block (router, correction bias, experts one by one, shared experts). The
+# released checkpoints store the multi-token-prediction layer as the layer after the last:
+# model.layers.46 (GLM-4.5-Air) or 92 (GLM-4.5), ignored as transformers ignores it.
+MOE_TABLE = Table(
+    bases=llama.TABLE.bases, anchor=llama.TABLE.anchor,
+    rules=tuple(r for r in deepseek.TABLE.rules if ".self_attn." not in r.hf)
+    + tuple(r for r in llama.TABLE.rules if ".self_attn." in r.hf),
+    ignored=llama.TABLE.ignored + (r"^model\.layers\.(46|92)\.",),
+    tied_copies=llama.TABLE.tied_copies,
+)
