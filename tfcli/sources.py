@@ -114,9 +114,10 @@ def resolve_source(argument: str) -> Source:
     if ref is not None:
         return Source(argument, SourceKind.hub, None, ref)
     names = bundled_spec_names()
+    # the did-you-mean, and `tfcli specs` for the list: 50 names would be a paragraph
     raise SpecError(argument, [Problem("", f"no such file, bundled spec or Hub id (org/name)"
-                                           f"{did_you_mean(argument, names)} "
-                                           f"(bundled: {', '.join(names)})")])
+                                           f"{did_you_mean(argument, names)} (`tfcli specs` "
+                                           f"lists the {len(names)} bundled specs)")])
 
 
 def resolve_checkpoint(argument: str) -> Source:

@@ -9,16 +9,16 @@ blocks (E, 2 d_ff, d / 32, 16) become its (E, d, 2 d_ff) parameter."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from tfcli.core.arrays import Array
+if TYPE_CHECKING:
+    from tfcli.core.arrays import Array
 
 BLOCK = 32  # weights per scale
 SUFFIXES = ("_blocks", "_scales")
-# E2M1 by code: 0 to 7 positive (0, 0.5 subnormal, then 1, 1.5, 2, 3, 4, 6), 8 to 15 negative
-E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0,
-                 -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], dtype=np.float32)
+# E2M1 by code: 0 to 7 positive (0, 0.5 subnormal, then 1, 1.5, 2, 3, 4, 6), 8 to 15 negative.
+# NumPy is imported by dequantize only: `tfcli params` reads the pairs' headers without it.
+E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 SCALE_BIAS = 127
 SCALE_NAN = 0xFF
 
@@ -55,14 +55,15 @@ def pairs(tensors: Mapping[str, tuple[str, tuple[int, ...]]]) -> dict[str, tuple
     return found
 
 
-def dequantize(blocks: Array, scales: Array, dtype: np.dtype | type = np.float32) -> Array:
+def dequantize(blocks: Array, scales: Array, dtype: Any = "float32") -> Array:
     """blocks (..., rows, G, 16) uint8 and scales (..., rows, G) uint8 -> (..., G * 32, rows)
     in `dtype`: code c of each nibble is E2M1[c] * 2^(scale - 127). Raises ValueError on a NaN
     scale (0xFF)."""
+    import numpy as np
     if np.any(scales == SCALE_NAN):
         raise ValueError("an E8M0 scale is 0xFF (NaN)")
     work = np.float64 if np.dtype(dtype) == np.float64 else np.float32  # 6 * 2^127 > float32 max
-    table = E2M1.astype(work)
+    table = np.array(E2M1, dtype=work)
     values = np.empty((*blocks.shape[:-1], BLOCK), dtype=work)  # (..., rows, G, 32)
     values[..., 0::2] = table[blocks & 0x0F]  # the low nibble is the first value of the byte
     values[..., 1::2] = table[blocks >> 4]
