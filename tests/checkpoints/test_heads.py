@@ -84,6 +84,12 @@ def tiny_configs() -> dict[str, transformers.PretrainedConfig]:
                                                head_dim=8, num_hidden_layers=2, vocab_size=50,
                                                moe_intermediate_size=8, n_routed_experts=4,
                                                num_experts_per_tok=2, pad_token_id=0),
+        **{kind: getattr(transformers, cls)(hidden_size=16, intermediate_size=32,
+                                            num_attention_heads=2, num_key_value_heads=1,
+                                            head_dim=8, num_hidden_layers=4, vocab_size=50,
+                                            pad_token_id=0, bos_token_id=1, eos_token_id=2)
+           for kind, cls in (("seed_oss", "SeedOssConfig"), ("ernie4_5", "Ernie4_5Config"),
+                             ("exaone4", "Exaone4Config"))},
         "cohere": transformers.CohereConfig(hidden_size=16, intermediate_size=32,
                                             num_attention_heads=2, num_key_value_heads=1,
                                             num_hidden_layers=2, vocab_size=50, pad_token_id=0,

@@ -430,6 +430,40 @@ def glm4_moe(**changes: object) -> PreTrainedModel:
     return _with_random_bias(model)
 
 
+# --- Seed-OSS, ERNIE 4.5, EXAONE 4.0: LLaMA variants -------------------------------------------
+# Seed-OSS: q/k/v biases, an o bias of its own and MLP biases, head_dim apart from d / heads;
+# ERNIE 4.5: biases everywhere, RoPE in interleaved pairs, tied; EXAONE 4.0: per-head q/k norms,
+# post-sublayer norms, three sliding layers (window 4) to one full one without RoPE, or (full)
+# no window and every layer rotated.
+
+DENSE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+         "num_hidden_layers": 4, "intermediate_size": 96, "vocab_size": VOCAB,
+         "max_position_embeddings": 64, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+         "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def seed_oss() -> PreTrainedModel:
+    from transformers import SeedOssConfig, SeedOssForCausalLM
+    return SeedOssForCausalLM(SeedOssConfig(**DENSE, attention_out_bias=True, mlp_bias=True,
+                                            attention_dropout=0.0, residual_dropout=0.0))
+
+
+def ernie4_5() -> PreTrainedModel:
+    from transformers import Ernie4_5Config, Ernie4_5ForCausalLM
+    return Ernie4_5ForCausalLM(Ernie4_5Config(**DENSE | {"head_dim": 16}, use_bias=True))
+
+
+def exaone4(**changes: object) -> PreTrainedModel:
+    from transformers import Exaone4Config, Exaone4ForCausalLM
+    return Exaone4ForCausalLM(Exaone4Config(**DENSE | {"head_dim": 16, "sliding_window": WINDOW,
+                                                       "sliding_window_pattern": 4} | changes))
+
+
+def exaone4_full() -> PreTrainedModel:
+    return exaone4(sliding_window=None, layer_types=["full_attention"] * 4,
+                   tie_word_embeddings=True)
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -461,5 +495,9 @@ ROWS = [
     Family("glm", glm),
     Family("glm4", glm4),
     Family("glm4-moe", glm4_moe),
+    Family("seed-oss", seed_oss),
+    Family("ernie4_5", ernie4_5),
+    Family("exaone4", exaone4, GEMMA_PROMPTS),
+    Family("exaone4-full", exaone4_full),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

@@ -321,6 +321,23 @@ GLM_4_5_AIR = {  # zai-org/GLM-4.5-Air config.json (its MTP layer stored as mode
     "rope_scaling": None, "rope_theta": 1000000, "num_nextn_predict_layers": 1,
     "tie_word_embeddings": False, "use_cache": True, "use_qk_norm": False, "vocab_size": 151552,
 }
+SEED_OSS_36B = {  # ByteDance-Seed/Seed-OSS-36B-Instruct config.json
+    "architectures": ["SeedOssForCausalLM"], "model_type": "seed_oss", "attention_bias": True,
+    "attention_dropout": 0.1, "attention_out_bias": False, "bos_token_id": 0, "pad_token_id": 1,
+    "eos_token_id": 2, "head_dim": 128, "hidden_act": "silu", "hidden_size": 5120,
+    "initializer_range": 0.02, "intermediate_size": 27648, "max_position_embeddings": 524288,
+    "mlp_bias": False, "num_attention_heads": 80, "num_hidden_layers": 64,
+    "num_key_value_heads": 8, "residual_dropout": 0.1, "rms_norm_eps": 1e-06,
+    "rope_scaling": {"rope_type": "default"}, "rope_theta": 10000000.0,
+    "tie_word_embeddings": False, "vocab_size": 155136,
+}
+ERNIE_4_5_0_3B = {  # baidu/ERNIE-4.5-0.3B-PT config.json
+    "architectures": ["Ernie4_5ForCausalLM"], "model_type": "ernie4_5", "bos_token_id": 1,
+    "eos_token_id": 2, "hidden_act": "silu", "hidden_size": 1024, "intermediate_size": 3072,
+    "max_position_embeddings": 131072, "num_attention_heads": 16, "num_key_value_heads": 2,
+    "head_dim": 128, "num_hidden_layers": 18, "pad_token_id": 0, "rms_norm_eps": 1e-05,
+    "rope_theta": 500000, "tie_word_embeddings": True, "use_bias": False, "vocab_size": 103424,
+}
 GRANITE_3_1_3B_A800M = {  # ibm-granite/granite-3.1-3b-a800m-instruct config.json
     "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
     "attention_bias": False, "attention_dropout": 0.1, "attention_multiplier": 0.015625,

@@ -28,6 +28,7 @@ from tfcli.checkpoints.families import olmoe
 from tfcli.checkpoints.families import starcoder2
 from tfcli.checkpoints.families import cohere
 from tfcli.checkpoints.families import glm
+from tfcli.checkpoints.families import ernie, exaone4, seed_oss
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
@@ -73,6 +74,9 @@ FAMILIES: dict[str, Family] = {
     "glm": Family(glm.DEFAULTS, glm.read, glm.TABLE, glm.CLASSES),
     "glm4": Family(glm.DEFAULTS, glm.read, glm.TABLE, glm.GLM4_CLASSES),
     "glm4_moe": Family(glm.GLM4_MOE_DEFAULTS, glm.read_moe, glm.MOE_TABLE, glm.GLM4_MOE_CLASSES),
+    "seed_oss": Family(seed_oss.DEFAULTS, seed_oss.read, seed_oss.TABLE, seed_oss.CLASSES),
+    "ernie4_5": Family(ernie.DEFAULTS, ernie.read, ernie.TABLE, ernie.CLASSES),
+    "exaone4": Family(exaone4.DEFAULTS, exaone4.read, exaone4.TABLE, exaone4.CLASSES),
     "starcoder2": Family(starcoder2.DEFAULTS, starcoder2.read, starcoder2.TABLE,
                          starcoder2.CLASSES),
     "gemma": Family(gemma.GEMMA_DEFAULTS, gemma.read_gemma, gemma.GEMMA_TABLE),
