@@ -176,11 +176,14 @@ def test_invalid_json(tmp_path: Path) -> None:
         spec_from_config_dir(tmp_path)
 
 
-def test_unknown_model_type_lists_supported() -> None:
+def test_unknown_model_type_points_at_the_supported_ones() -> None:
     with pytest.raises(BadInputError) as info:
         spec_from_config({"model_type": "mamba"}, "x")  # a state-space model
     assert "model_type 'mamba' is not supported" in info.value.message
-    assert all(kind in info.value.message for kind in SUPPORTED_MODEL_TYPES)
+    assert f"tfcli reads {len(SUPPORTED_MODEL_TYPES)} model types: docs/families.md" in \
+        info.value.message
+    with pytest.raises(BadInputError, match="did you mean 'starcoder2'"):
+        spec_from_config({"model_type": "starcoder"}, "x")
 
 
 # --- config.json mapping ------------------------------------------------------------------------

@@ -4,10 +4,12 @@ Hub repository's (by range requests) - no tensor data is read, NumPy is not impo
 
 from __future__ import annotations
 
+import re
+from math import prod
 from pathlib import Path
 
 from tfcli.checkpoints.configs import model_type, read_config
-from tfcli.checkpoints.families import TABLES
+from tfcli.checkpoints.families import multimodal, table_for
 from tfcli.checkpoints.gguf.file import read_gguf
 from tfcli.checkpoints.gguf.names import GGUF_TABLES
 from tfcli.checkpoints.gguf.spec import gguf_architecture
@@ -35,10 +37,20 @@ def _safetensors(folder: str, spec: Spec) -> StoredWeights | None:
     entries = checkpoint_entries(root)
     tensors = [StoredTensor(name, e.dtype, e.shape, e.nbytes) for name, e in sorted(entries.items())]
     method = _quant_method(config.get("quantization_config"))
-    table = TABLES[model_type(config, str(root / "config.json"))]
+    kind = model_type(config, str(root / "config.json"))
     tensors, method = _readable(tensors, method)
-    return stored_weights(folder, "safetensors", table, spec, tensors, total_parameters(spec),
-                          method)
+    return stored_weights(folder, "safetensors", table_for(config, kind), spec, tensors,
+                          total_parameters(spec), method, not_counted=_not_counted(kind, tensors))
+
+
+def _not_counted(kind: str, tensors: list[StoredTensor]) -> str:
+    """A vision-language wrapper's towers in the file, in words and figures ("" otherwise)."""
+    if kind not in multimodal.WRAPPERS:
+        return ""
+    towers = [t for t in tensors if re.search(multimodal.UNCOUNTED, t.name)]
+    parameters = sum(prod(t.shape) for t in towers)
+    return (f"{multimodal.WRAPPERS[kind].uncounted}, {len(towers):,} tensors of "
+            f"{parameters:,} parameters")
 
 
 def _readable(tensors: list[StoredTensor], method: str) -> tuple[list[StoredTensor], str]:
@@ -55,7 +67,8 @@ def _hub(source: Source, spec: Spec) -> StoredWeights | None:
     assert ref is not None
     folder = Path(str(source.with_config().path))  # cached by load_spec already
     config = read_config(folder)
-    table = TABLES[model_type(config, str(folder / "config.json"))]
+    kind = model_type(config, str(folder / "config.json"))
+    table = table_for(config, kind)
     try:
         found = remote_tensors(ref)
     except BadInputError as exc:
@@ -66,7 +79,7 @@ def _hub(source: Source, spec: Spec) -> StoredWeights | None:
     tensors, method = _readable([StoredTensor(*entry) for entry in found],
                                 _quant_method(config.get("quantization_config")))
     return stored_weights(spec_arg, "safetensors on the Hub", table, spec, tensors,
-                          total_parameters(spec), method)
+                          total_parameters(spec), method, not_counted=_not_counted(kind, tensors))
 
 
 def _quant_method(quantized: object) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from tfcli.checkpoints.families import CLASS_TYPES, CLASSES, FAMILIES, classes_for
+from tfcli.checkpoints.families import CLASS_TYPES, CLASSES, FAMILIES, classes_for, multimodal
 from tfcli.checkpoints.families.common import architecture_name, unsupported
 from tfcli.checkpoints.fields import MAX_SIZE, Config, ConfigFields, int_literal, shown
 from tfcli.checkpoints.heads import REFUSED, Architecture
@@ -23,12 +23,13 @@ from tfcli.core.errors import BadInputError, SpecConsistencyError, clip
 from tfcli.core.files import open_regular
 from tfcli.spec.model import Spec
 from tfcli.spec.head import CLASSIFIERS, DEFAULT_LABELS
+from tfcli.spec.load import did_you_mean
 
 CONFIG_FILE = "config.json"
 MAX_CONFIG_BYTES = 16 * 2**20  # the largest real config.json files are tens of KiB
 # the defaults of each family's transformers config class, for the keys its reader reads
 DEFAULTS: dict[str, Config] = {kind: family.defaults for kind, family in FAMILIES.items()}
-SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted(FAMILIES))
+SUPPORTED_MODEL_TYPES: tuple[str, ...] = tuple(sorted({*FAMILIES, *multimodal.WRAPPERS}))
 
 
 def model_type(config: Config, file: str = CONFIG_FILE) -> str:
@@ -36,10 +37,13 @@ def model_type(config: Config, file: str = CONFIG_FILE) -> str:
     c = ConfigFields(config, file)
     architecture = architecture_name(c)
     kind = c.optional_text("model_type") or CLASS_TYPES.get(architecture, "")
-    if kind not in FAMILIES:
+    if kind not in FAMILIES and kind not in multimodal.WRAPPERS:
         what = f"model_type {shown(kind)}" if kind else f"architectures {shown(c.names('architectures'))}"
-        raise BadInputError(f"{file}: {what} is not supported "
-                            f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})")
+        # the closest supported type, not all 50: the list is SUPPORTED_MODEL_TYPES and
+        # docs/families.md (with the classes of each)
+        close = did_you_mean(kind, SUPPORTED_MODEL_TYPES) if kind else ""
+        raise BadInputError(f"{file}: {what} is not supported{close} (tfcli reads "
+                            f"{len(SUPPORTED_MODEL_TYPES)} model types: docs/families.md)")
     return kind
 
 
@@ -111,6 +115,8 @@ def spec_from_config(config: Config, source: str, *, file: str = CONFIG_FILE) ->
     """A Spec for a Hugging Face config.json mapping; `source` is where it came from and `file`
     the config file that error messages name."""
     kind = model_type(config, file)
+    if kind in multimodal.WRAPPERS:
+        return _language_model(config, source, file, kind)
     # the resolved kind is stored back so a config named only by `architectures` reads as its
     # family everywhere (messages, the mixtral expert fields)
     c = ConfigFields(DEFAULTS[kind] | config | {"model_type": kind}, file)
@@ -127,6 +133,25 @@ def spec_from_config(config: Config, source: str, *, file: str = CONFIG_FILE) ->
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise unsupported(c, f"gives an invalid spec: {problems}") from None
+
+
+def _language_model(config: Config, source: str, file: str, kind: str) -> Spec:
+    """A vision-language wrapper's language model (its text_config), the towers named as not
+    counted in the description that params' notes and JSON carry."""
+    c = ConfigFields(config | {"model_type": kind}, file)
+    name = architecture_name(c)
+    classes = multimodal.CLASSES[kind]
+    if name and name not in classes:
+        raise BadInputError(f"{file}: architectures {shown(name)} is not supported (supported "
+                            f"for model_type '{kind}': {', '.join(classes)})")
+    wrapper = multimodal.WRAPPERS[kind]
+    spec = spec_from_config(multimodal.text_config(config, kind), source,
+                            file=f"{file} text_config")
+    notes = spec.description.split("imported from config.json", 1)[1]
+    description = (f"{name or next(iter(classes))} imported from config.json: its language model "
+                   f"({wrapper.lm_class}) only, {wrapper.uncounted} not counted{notes}")
+    return spec.replace(name=_spec_name(c.optional_text("_name_or_path"), source, kind),
+                        description=description)
 
 
 def config_file(path: str | Path) -> Path:

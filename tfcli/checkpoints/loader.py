@@ -17,7 +17,7 @@ import numpy as np
 
 from tfcli.core.arrays import Array
 from tfcli.checkpoints.configs import config_file, model_type, read_config, spec_from_config_dir
-from tfcli.checkpoints.families import TABLES
+from tfcli.checkpoints.families import table_for
 from tfcli.checkpoints.gguf.file import is_gguf
 from tfcli.checkpoints.names import (Rule, Table, engine_paths, expand, expected_shape,
                                      tensors_per_block, unstacked)
@@ -218,12 +218,14 @@ def load_weights(path: str | Path, spec: Spec, dtype: np.dtype | type = np.float
         raise BadInputError(f"{directory}: a GGUF file, not a Hugging Face model directory "
                             "(config.json + safetensors); load it as the SPEC, or with "
                             "load_gguf_weights")
-    kind = model_type(read_config(directory), str(config_file(directory)))
+    config = read_config(directory)
+    kind = model_type(config, str(config_file(directory)))
+    table = table_for(config, kind)
     with TensorSource(directory) as source:
-        _check_block_count(TABLES[kind], spec, source)
+        _check_block_count(table, spec, source)
         weights = skeleton(spec, dtype)
         slots = dict(named_arrays(weights))
-        steps = checked_plan(TABLES[kind], spec, slots, source, kind, truncated)
+        steps = checked_plan(table, spec, slots, source, kind, truncated)
         for step in steps:
             tensor, shapes = source.get(step.hf, np.dtype(dtype)), [slots[p].shape for p in step.ours]
             for ours, array in zip(step.ours, convert(step.rule, tensor, shapes, spec.head_dim)):

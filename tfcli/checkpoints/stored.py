@@ -71,6 +71,8 @@ class StoredWeights:
     differences: tuple[str, ...]  # empty: the file holds exactly the spec's arrays
     # set for a quantised checkpoint (packed weights, scales, zero points): what was compared
     quantized: str = ""
+    # what the file stores that the spec does not count, said (a wrapper's vision tower)
+    not_counted: str = ""
 
     @property
     def verdict(self) -> str:
@@ -79,7 +81,8 @@ class StoredWeights:
                     f"scales and zero points ({self.n_bytes:,} bytes in all), so the tensors are "
                     "not compared shape for shape with the spec's")
         if not self.differences:
-            return "equal: every tensor is the spec's, shape for shape"
+            aside = f"; not counted: {self.not_counted}" if self.not_counted else ""
+            return f"equal: every tensor is the spec's, shape for shape{aside}"
         shown = list(self.differences[:MAX_LISTED])
         more = len(self.differences) - len(shown)
         return "differs: " + "; ".join(shown) + (f"; and {more:,} more" if more > 0 else "")
@@ -90,6 +93,7 @@ class StoredWeights:
             "bytes": self.n_bytes, "spec_parameters": self.spec_parameters,
             "equal": not self.differences and not self.quantized,
             "differences": list(self.differences), "quantized": self.quantized or None,
+            "not_counted": self.not_counted or None,
             "groups": [{"role": g.role, "dtype": g.dtype, "tensors": g.tensors,
                         "parameters": g.parameters, "bytes": g.n_bytes,
                         "bits_per_weight": g.bits_per_weight} for g in self.groups],
@@ -166,7 +170,8 @@ def differences(table: Table, spec: Spec, tensors: list[StoredTensor]) -> tuple[
 
 def stored_weights(source: str, fmt: str, table: Table, spec: Spec,
                    tensors: list[StoredTensor], spec_parameters: int,
-                   quantized: str = "", unreadable: list[str] | None = None) -> StoredWeights:
+                   quantized: str = "", unreadable: list[str] | None = None,
+                   not_counted: str = "") -> StoredWeights:
     """The summary and verdict; a quantised checkpoint (`quantized`: its method) is summarised
     by real bytes only - its packed tensors have other names and shapes by design.
     `unreadable`: why each tensor tfcli cannot compute with (a ggml type its dequantiser
@@ -174,4 +179,4 @@ def stored_weights(source: str, fmt: str, table: Table, spec: Spec,
     found = tuple(unreadable or ()) + (() if quantized else differences(table, spec, tensors))
     return StoredWeights(
         source, fmt, group_tensors(tensors), sum(prod(t.shape) for t in tensors),
-        sum(t.n_bytes for t in tensors), spec_parameters, found, quantized)
+        sum(t.n_bytes for t in tensors), spec_parameters, found, quantized, not_counted)

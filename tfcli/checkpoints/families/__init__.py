@@ -29,6 +29,7 @@ from tfcli.checkpoints.families import starcoder2
 from tfcli.checkpoints.families import cohere
 from tfcli.checkpoints.families import glm
 from tfcli.checkpoints.families import ernie, exaone4, seed_oss
+from tfcli.checkpoints.families import multimodal
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
@@ -101,8 +102,9 @@ TABLES: dict[str, Table] = {kind: with_classifier(family.table) for kind, family
 # model_type -> class name -> Architecture
 CLASSES: dict[str, dict[str, Architecture]] = {
     kind: family.classes or ARCHITECTURES[kind] for kind, family in FAMILIES.items()}
-# class name -> model_type, for configs that name only `architectures`
-CLASS_TYPES: dict[str, str] = {name: kind for kind, classes in CLASSES.items() for name in classes}
+# class name -> model_type, for configs that name only `architectures` (the wrappers' too)
+CLASS_TYPES: dict[str, str] = {name: kind for kind, classes in
+                               (CLASSES | multimodal.CLASSES).items() for name in classes}
 # Families whose configs name each other's classes (a Mistral fine-tune saved as LlamaForCausalLM).
 _LLAMA_LIKE = ("llama", "mistral", "mixtral")
 
@@ -112,3 +114,13 @@ def classes_for(kind: str) -> dict[str, Architecture]:
     if kind in _LLAMA_LIKE:
         return {name: a for k in _LLAMA_LIKE for name, a in CLASSES[k].items()}
     return CLASSES[kind]
+
+
+def table_for(config: Config, kind: str) -> Table:
+    """The checkpoint table of a config.json of model_type `kind` (model_type() has checked it):
+    its family's, or for a vision-language wrapper its language model's under the wrapper's
+    prefixes (multimodal.py)."""
+    if kind in multimodal.WRAPPERS:
+        text = str(multimodal.text_config(config, kind)["model_type"])
+        return multimodal.wrapped_table(TABLES[text])
+    return TABLES[kind]
