@@ -91,3 +91,23 @@ def saved_rows(builders: Mapping[str, Callable[[], PreTrainedModel]]) -> Any:
 def layers(model: PreTrainedModel) -> list[Any]:
     """A decoder's blocks (model.model.layers), for the switches that edit each."""
     return list(model.model.layers)  # type: ignore[attr-defined]
+
+
+def no_rope(model: PreTrainedModel) -> None:
+    """A switch: the model's RoPE tables at cos 1, sin 0 (no rotation), on this model only."""
+    import torch
+    rotary = model.model.rotary_emb  # type: ignore[attr-defined]
+    rotated = rotary.forward
+
+    def unrotated(x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
+        cos, sin = rotated(x, position_ids)
+        return torch.ones_like(cos), torch.zeros_like(sin)
+    rotary.forward = unrotated
+
+
+def no_qk_norms(model: PreTrainedModel) -> None:
+    """A switch: every block's q and k norms (self_attn.q_norm / k_norm) the identity."""
+    import torch
+    for layer in layers(model):
+        layer.self_attn.q_norm = torch.nn.Identity()
+        layer.self_attn.k_norm = torch.nn.Identity()

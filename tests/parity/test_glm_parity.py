@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits, layers, saved_rows)
+                                        assert_switch_moves_the_logits, layers, no_qk_norms,
+                                        no_rope, saved_rows)
 from tests.parity.parity_families import glm, glm4, glm4_moe
 from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import _rms_norm_f64, _rope_f64
@@ -32,17 +33,6 @@ def _no_qkv_biases(model: object) -> None:
             getattr(layer.self_attn, proj).bias.data.zero_()
 
 
-def _no_rope(model: object) -> None:
-    import torch
-    rotary = model.model.rotary_emb  # type: ignore[attr-defined]
-    rotated = rotary.forward
-
-    def unrotated(x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
-        cos, sin = rotated(x, position_ids)
-        return torch.ones_like(cos), torch.zeros_like(sin)
-    rotary.forward = unrotated
-
-
 def _no_post_norms(model: object) -> None:
     import torch
     for layer in layers(model):
@@ -51,7 +41,7 @@ def _no_post_norms(model: object) -> None:
 
 
 SWITCHES: dict[str, Callable[[object], None]] = {"q/k/v biases": _no_qkv_biases,
-                                                 "partial interleaved RoPE": _no_rope}
+                                                 "partial interleaved RoPE": no_rope}
 
 
 @pytest.mark.parametrize("feature", list(SWITCHES))
@@ -86,21 +76,14 @@ def _no_correction_bias(model: object) -> None:
         layer.mlp.gate.e_score_correction_bias.zero_()
 
 
-def _no_qk_norms(model: object) -> None:
-    import torch
-    for layer in layers(model):
-        layer.self_attn.q_norm = torch.nn.Identity()
-        layer.self_attn.k_norm = torch.nn.Identity()
-
-
 def _unscaled_routing(model: object) -> None:
     for layer in layers(model)[1:]:
         layer.mlp.gate.routed_scaling_factor = 1.0
 
 
 MOE_SWITCHES: dict[str, Callable[[object], None]] = {
-    "correction bias": _no_correction_bias, "per-head q/k norms": _no_qk_norms,
-    "routed scaling": _unscaled_routing, "partial RoPE": _no_rope,
+    "correction bias": _no_correction_bias, "per-head q/k norms": no_qk_norms,
+    "routed scaling": _unscaled_routing, "partial RoPE": no_rope,
 }
 saved_moe = saved_rows({"glm4-moe": glm4_moe})
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits, layers, saved_rows)
+                                        assert_switch_moves_the_logits, layers, no_qk_norms,
+                                        no_rope, saved_rows)
 from tests.parity.parity_families import ernie4_5, exaone4, seed_oss
 from tests.parity.test_hf_parity import _rms_norm_f64, _rope_f64
 
@@ -32,24 +33,6 @@ def _zero_biases(*names: str) -> Callable[[object], None]:
     return switch
 
 
-def _no_rope(model: object) -> None:
-    import torch
-    rotary = model.model.rotary_emb  # type: ignore[attr-defined]
-    rotated = rotary.forward
-
-    def unrotated(x: torch.Tensor, position_ids: torch.Tensor) -> tuple:
-        cos, sin = rotated(x, position_ids)
-        return torch.ones_like(cos), torch.zeros_like(sin)
-    rotary.forward = unrotated
-
-
-def _no_qk_norms(model: object) -> None:
-    import torch
-    for layer in layers(model):
-        layer.self_attn.q_norm = torch.nn.Identity()
-        layer.self_attn.k_norm = torch.nn.Identity()
-
-
 def _no_post_norms(model: object) -> None:
     import torch
     for layer in layers(model):
@@ -67,8 +50,8 @@ SWITCHES: dict[str, dict[str, Callable[[object], None]]] = {
     "seed-oss": {"o bias": _zero_biases("self_attn.o_proj"),
                  "MLP biases": _zero_biases("mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")},
     "ernie4_5": {"biases": _zero_biases("self_attn.q_proj", "self_attn.o_proj", "mlp.up_proj"),
-                 "interleaved RoPE": _no_rope},
-    "exaone4": {"per-head q/k norms": _no_qk_norms, "post-sublayer norms": _no_post_norms,
+                 "interleaved RoPE": no_rope},
+    "exaone4": {"per-head q/k norms": no_qk_norms, "post-sublayer norms": _no_post_norms,
                 "NoPE full layer": _rotated_global},
 }
 CASES = [(row, feature) for row, switches in SWITCHES.items() for feature in switches]

@@ -12,7 +12,8 @@ import pytest
 
 from tests.parity.parity_families import olmoe
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits, saved_rows)
+                                        assert_switch_moves_the_logits, no_qk_norms,
+                                        saved_rows)
 from tests.parity.test_hf_parity import _rms_norm_f64, _rope_f64
 
 pytestmark = pytest.mark.slow
@@ -21,19 +22,12 @@ pytestmark = pytest.mark.slow
 saved = saved_rows({"olmoe": olmoe})
 
 
-def _no_qk_norm(model: object) -> None:
-    import torch
-    for layer in model.model.layers:  # type: ignore[attr-defined]
-        layer.self_attn.q_norm = torch.nn.Identity()
-        layer.self_attn.k_norm = torch.nn.Identity()
-
-
 def _renormalised(model: object) -> None:
     for layer in model.model.layers:  # type: ignore[attr-defined]
         layer.mlp.gate.norm_topk_prob = True
 
 
-SWITCHES: dict[str, Callable[[object], None]] = {"full q/k norms": _no_qk_norm,
+SWITCHES: dict[str, Callable[[object], None]] = {"full q/k norms": no_qk_norms,
                                                  "unrenormalised routing": _renormalised}
 
 

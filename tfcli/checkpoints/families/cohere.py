@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tfcli.checkpoints.families import llama
 from tfcli.checkpoints.families.common import require_false
-from tfcli.checkpoints.families.gemma import attention_pattern
+from tfcli.checkpoints.families.gemma import rotated_local_layers
 from tfcli.checkpoints.families.rope import rope_theta, with_rope_scaling
 from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import BARE, LM, Architecture
@@ -54,14 +54,7 @@ def read_cohere2(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]
     sliding to one full); only the sliding layers rotate (Cohere2Attention applies RoPE with a
     sliding window only)."""
     fields, notes = read(c, arch)
-    period = None if c.names("layer_types") else c.integer("sliding_window_pattern")
-    pattern = attention_pattern(c, ["local"] * ((period or 1) - 1) + ["global"])
-    fields |= pattern
-    kinds = pattern.get("layer_pattern", ["global"])
-    nope = [i for i in range(fields["n_layers"]) if kinds[i % len(kinds)] == "global"]
-    if nope:
-        fields["nope_layers"] = nope
-    return fields, notes
+    return fields | rotated_local_layers(c, fields["n_layers"]), notes
 
 
 # LLaMA's tensor names without post_attention_layernorm: one norm feeds both sublayers

@@ -167,17 +167,24 @@ def read_deepseek_v3(c: ConfigFields, arch: Architecture) -> tuple[Config, list[
     fields, notes = _attention(c, arch)
     fields["ffn_bias"] = False  # DeepseekV3MLP has no biases (it never reads mlp_bias)
     fields["rope_pairing"] = "interleaved" if _flag_or_none(c, "rope_interleave") else "half"
-    moe, n_experts = moe_fields(c, fields["n_layers"])
+    moe, mtp_notes = v3_experts(c, fields["n_layers"])
+    return fields | moe, notes + mtp_notes
+
+
+def v3_experts(c: ConfigFields, n_layers: int) -> tuple[Config, list[str]]:
+    """DeepSeek-V3's MoE fields (GLM-4.5's too): sigmoid scores, the correction bias to choose,
+    groups scored by their best two, and the note that its multi-token-prediction layers are
+    not built or counted."""
+    moe, n_experts = moe_fields(c, n_layers)
     if moe:
         moe |= {"norm_topk_prob": _flag_or_none(c, "norm_topk_prob"),
                 "router_scoring": "sigmoid", "router_bias": True}
         moe |= groups(c, n_experts, moe["experts_per_token"], "top2_sum")
     key = "num_mtp_layers" if c.has("num_mtp_layers") else "num_nextn_predict_layers"
     mtp = c.optional_integer(key, minimum=0)
-    if mtp:
-        notes.append(f"{mtp} multi-token-prediction layer(s) ({key}) not built or counted, as "
-                     "in transformers")
-    return fields | moe, notes
+    notes = [f"{mtp} multi-token-prediction layer(s) ({key}) not built or counted, as in "
+             "transformers"] if mtp else []
+    return moe, notes
 
 
 def _attention_rules() -> list[Rule]:

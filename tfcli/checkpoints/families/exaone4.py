@@ -7,7 +7,7 @@ ones); without one every layer is full attention with RoPE."""
 from __future__ import annotations
 
 from tfcli.checkpoints.families import llama, olmo2
-from tfcli.checkpoints.families.gemma import attention_pattern
+from tfcli.checkpoints.families.gemma import rotated_local_layers
 from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import BARE, LM, Architecture
 
@@ -30,14 +30,7 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
         return fields, notes
     # Exaone4Config derives layer_types from an integer sliding_window_pattern; a string one
     # ("LLLG") needs the layer_types list the published configs carry
-    period = None if c.names("layer_types") else c.integer("sliding_window_pattern")
-    pattern = attention_pattern(c, ["local"] * ((period or 1) - 1) + ["global"])
-    fields |= pattern
-    kinds = pattern.get("layer_pattern", ["global"])
-    nope = [i for i in range(fields["n_layers"]) if kinds[i % len(kinds)] == "global"]
-    if nope:
-        fields["nope_layers"] = nope
-    return fields, notes
+    return fields | rotated_local_layers(c, fields["n_layers"]), notes
 
 
 TABLE = olmo2.TABLE  # OLMo 2's names: LLaMA's attention, its q/k norms, post-sublayer norms

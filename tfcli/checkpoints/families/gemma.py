@@ -119,6 +119,16 @@ def attention_pattern(c: ConfigFields, default: list[str]) -> Config:
     return {"layer_pattern": pattern, "sliding_window": window}
 
 
+def rotated_local_layers(c: ConfigFields, n_layers: int) -> Config:
+    """Cohere2's and EXAONE 4's layers: `layer_types`, else every `sliding_window_pattern`-th
+    layer full (as their config classes derive them), with no RoPE on the full layers."""
+    period = None if c.names("layer_types") else c.integer("sliding_window_pattern")
+    fields = attention_pattern(c, ["local"] * ((period or 1) - 1) + ["global"])
+    kinds = fields.get("layer_pattern", ["global"])
+    nope = [i for i in range(n_layers) if kinds[i % len(kinds)] == "global"]
+    return fields | ({"nope_layers": nope} if nope else {})
+
+
 def _softcaps(c: ConfigFields, arch: Architecture, attention: bool) -> Config:
     """The attention-score cap (when `attention`) and the logit cap (a class with an output
     head: the body-only and bare classes never reach the capped logits)."""

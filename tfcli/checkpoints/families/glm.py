@@ -58,16 +58,8 @@ def read_moe(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     fields |= {"rope_pairing": "half", "norm_placement": "pre", "ffn_bias": False}
     if c.flag("use_qk_norm"):
         fields["qk_norm"] = "per_head"
-    moe, n_experts = deepseek.moe_fields(c, fields["n_layers"])
-    if moe:
-        moe |= {"norm_topk_prob": c.flag("norm_topk_prob"), "router_scoring": "sigmoid",
-                "router_bias": True}
-        moe |= deepseek.groups(c, n_experts, moe["experts_per_token"], "top2_sum")
-    mtp = c.optional_integer("num_nextn_predict_layers", minimum=0)
-    if mtp:
-        notes.append(f"{mtp} multi-token-prediction layer(s) (num_nextn_predict_layers) not "
-                     "built or counted, as in transformers")
-    return fields | moe, notes
+    moe, mtp_notes = deepseek.v3_experts(c, fields["n_layers"])
+    return fields | moe, notes + mtp_notes
 
 
 def _rules() -> list[Rule]:
