@@ -43,6 +43,7 @@ REFERENCE_TOTALS = {
     "glm-4-9b": 9_399_951_360,  # GlmForCausalLM: tests/parity/test_totals.py
     "command-r7b": 8_028_033_024,  # Cohere2ForCausalLM: tests/parity/test_totals.py
     "starcoder2-3b": 3_030_371_328,  # Starcoder2ForCausalLM: tests/parity/test_totals.py
+    "smollm3-3b": 3_075_098_624,  # SmolLM3ForCausalLM: tests/parity/test_totals.py
     "olmoe-1b-7b": 6_919_161_856,  # OlmoeForCausalLM: tests/parity/test_totals.py
     "gpt-oss-20b": 20_914_757_184,  # GptOssForCausalLM: tests/parity/test_totals.py
     "gpt-oss-120b": 116_829_156_672,

@@ -29,7 +29,7 @@ BIG |= {"mt5-small", "umt5-small"}  # 250k-256k vocabularies, head untied: 0.26 
 BIG |= {"xlm-roberta-large"}  # 250k vocabulary: 0.26 G floats
 MOE = {"qwen1.5-moe-a2.7b", "qwen3-30b-a3b"}  # 60 / 128 experts per block: their widths shrink too
 MOE |= {"gpt-oss-20b", "gpt-oss-120b", "granite-3.1-3b-a800m", "olmoe-1b-7b"}
-BIG |= {"command-r7b", "glm-4-9b", "starcoder2-3b"}
+BIG |= {"command-r7b", "glm-4-9b", "starcoder2-3b", "smollm3-3b"}
 # 256 / 64 experts, 128 / 16 heads of 192 + 128 dims: d_model and the latent ranks shrink too
 # (heads, head widths, experts, groups and the dense first blocks kept); 9 GiB for one V3 block
 DEEPSEEK = {"deepseek-v3": 4, "deepseek-v2-lite": 2}
