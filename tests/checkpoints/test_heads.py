@@ -90,6 +90,10 @@ def tiny_configs() -> dict[str, transformers.PretrainedConfig]:
                                             pad_token_id=0, bos_token_id=1, eos_token_id=2)
            for kind, cls in (("seed_oss", "SeedOssConfig"), ("ernie4_5", "Ernie4_5Config"),
                              ("exaone4", "Exaone4Config"))},
+        "phimoe": transformers.PhimoeConfig(hidden_size=16, intermediate_size=32,
+                                            num_attention_heads=2, num_key_value_heads=1,
+                                            num_hidden_layers=2, vocab_size=50,
+                                            num_local_experts=3, lm_head_bias=True),
         "cohere": transformers.CohereConfig(hidden_size=16, intermediate_size=32,
                                             num_attention_heads=2, num_key_value_heads=1,
                                             num_hidden_layers=2, vocab_size=50, pad_token_id=0,
@@ -193,6 +197,12 @@ def tiny_configs() -> dict[str, transformers.PretrainedConfig]:
 
 
 CLASSES = [(kind, name) for kind, classes in ARCHITECTURES.items() for name in classes]
+# published configs' names for a class transformers spells otherwise (remote code's, the same model)
+TRANSFORMERS_NAMES = {"PhiMoEForCausalLM": "PhimoeForCausalLM"}
+
+
+def _model_class(transformers: ModuleType, name: str) -> type:
+    return getattr(transformers, TRANSFORMERS_NAMES.get(name, name))
 HEAD_PREFIXES = ("score.", "classifier.", "qa_outputs.", "cls.", "lm_head.",
                  "vocab_transform.", "vocab_layer_norm.", "vocab_projector.", "pre_classifier.",
                  "discriminator_predictions.", "predictions.", "generator_predictions.",
@@ -205,7 +215,7 @@ def _hf_count(kind: str, name: str) -> tuple[int, int]:
     import transformers
 
     with torch.device("meta"):
-        model = getattr(transformers, name)(tiny_configs()[kind])
+        model = _model_class(transformers, name)(tiny_configs()[kind])
     params = list(model.named_parameters())  # tied parameters appear once
     # a tied decoder is the token embedding's, whichever name lists it (XLM-R: the decoder's)
     embedding = model.get_input_embeddings().weight
@@ -230,7 +240,7 @@ def test_each_class_counts_what_transformers_builds(torch: ModuleType, transform
     # DistilBERT's pre_classifier)
     with torch.device("meta"):
         body_pooler = any(n.startswith("pooler.") or ".pooler." in n for n, _ in
-                          getattr(transformers, name)(tiny_configs()[kind]).named_parameters())
+                          _model_class(transformers, name)(tiny_configs()[kind]).named_parameters())
     ours = sum(c.count for c in components(spec) if c.group in ("head", "pooler")
                and not (c.name.startswith("pooler") and body_pooler))
     assert ours == head  # the head is its own components, none hidden in the body

@@ -136,6 +136,9 @@ DECODERS = (
            SMALL | dict(head_dim=16, moe_intermediate_size=64, n_routed_experts=4,
                         num_experts_per_tok=2, first_k_dense_replace=1, pad_token_id=0),
            optimizer=True),
+    Family("phimoe", "PhimoeForCausalLM", "PhimoeConfig",  # sparsemixer, LayerNorm biases
+           SMALL | dict(num_local_experts=4, num_experts_per_tok=2, attention_bias=True,
+                        lm_head_bias=True), optimizer=True),
     Family("starcoder2", "Starcoder2ForCausalLM", "Starcoder2Config",  # LayerNorm, biased GELU
            SMALL | dict(bos_token_id=0, eos_token_id=0, residual_dropout=0.0,
                         embedding_dropout=0.0, attention_dropout=0.0), optimizer=True),

@@ -464,6 +464,25 @@ def exaone4_full() -> PreTrainedModel:
                    tie_word_embeddings=True)
 
 
+# --- Phi-3.5-MoE (phimoe) -----------------------------------------------------------------------
+# Mixtral's experts routed by sparsemixer (jitter 0.1: the relative masks bite on random
+# logits), LayerNorms with biases, attention and head biases.
+
+PHIMOE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "num_hidden_layers": 2, "intermediate_size": 32, "vocab_size": VOCAB,
+          "max_position_embeddings": 64, "num_local_experts": 6, "num_experts_per_tok": 2,
+          "router_jitter_noise": 0.1, "attention_bias": True, "lm_head_bias": True,
+          "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+          "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def phimoe() -> PreTrainedModel:
+    from transformers import PhimoeConfig, PhimoeForCausalLM
+    model = PhimoeForCausalLM(PhimoeConfig(**PHIMOE))
+    model.set_experts_implementation("eager")  # grouped_mm has no float64 kernel
+    return model
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -499,5 +518,6 @@ ROWS = [
     Family("ernie4_5", ernie4_5),
     Family("exaone4", exaone4, GEMMA_PROMPTS),
     Family("exaone4-full", exaone4_full),
+    Family("phimoe", phimoe),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

@@ -338,6 +338,22 @@ ERNIE_4_5_0_3B = {  # baidu/ERNIE-4.5-0.3B-PT config.json
     "head_dim": 128, "num_hidden_layers": 18, "pad_token_id": 0, "rms_norm_eps": 1e-05,
     "rope_theta": 500000, "tie_word_embeddings": True, "use_bias": False, "vocab_size": 103424,
 }
+PHI_3_5_MOE = {  # microsoft/Phi-3.5-MoE-instruct config.json; its LongRoPE factor lists (64
+    # numbers each, no parameter) abbreviated to ones here
+    "architectures": ["PhiMoEForCausalLM"], "model_type": "phimoe", "attention_bias": True,
+    "attention_dropout": 0.0, "bos_token_id": 1, "eos_token_id": 32000, "hidden_act": "silu",
+    "hidden_dropout": 0.0, "hidden_size": 4096, "initializer_range": 0.02,
+    "input_jitter_noise": 0.01, "intermediate_size": 6400, "lm_head_bias": True,
+    "max_position_embeddings": 131072, "num_attention_heads": 32, "num_experts_per_tok": 2,
+    "num_hidden_layers": 32, "num_key_value_heads": 8, "num_local_experts": 16,
+    "original_max_position_embeddings": 4096, "output_router_logits": False,
+    "rms_norm_eps": 1e-05, "rope_scaling": {
+        "long_factor": [1.0] * 64, "long_mscale": 1.243163121016122,
+        "original_max_position_embeddings": 4096, "short_factor": [1.0] * 64,
+        "short_mscale": 1.243163121016122, "type": "longrope"},
+    "rope_theta": 10000.0, "router_aux_loss_coef": 0.0, "router_jitter_noise": 0.01,
+    "sliding_window": 131072, "tie_word_embeddings": False, "vocab_size": 32064,
+}
 GRANITE_3_1_3B_A800M = {  # ibm-granite/granite-3.1-3b-a800m-instruct config.json
     "architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe",
     "attention_bias": False, "attention_dropout": 0.1, "attention_multiplier": 0.015625,

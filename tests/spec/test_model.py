@@ -35,7 +35,7 @@ def test_every_float_field_must_be_finite(field: str, value: float) -> None:
 # tests/spec/test_gpt_oss_fields.py): there, 1e300 is refused.
 RANGED_FIELDS = {"norm_eps", "init_std", "latent_norm_eps", "routed_scaling_factor",
                  "embedding_multiplier", "residual_multiplier", "logits_scaling", "swiglu_limit",
-                 "swiglu_alpha"}
+                 "swiglu_alpha", "router_jitter"}  # router_jitter: at most 1 (a relative gap)
 
 
 # Fields that mean something only beside others (tfcli.spec.model._check_gemma): set with those.

@@ -171,6 +171,26 @@ def route_scored(spec: Spec, router_logits: Array,
     return top, weights
 
 
+def sparsemixer(router_logits: Array, jitter: float) -> tuple[Array, Array]:
+    """Phi-3.5-MoE's routing at inference (transformers' sparsemixer, training off): the best
+    expert, weighted by its softmax among the logits within 2 x jitter of it (relative to
+    max(|logit|, best)); then the best of the others, weighted by its softmax among those of
+    the others within 2 x jitter of it. router_logits (N, E) -> ids (N, 2), weights (N, 2)."""
+    rows = np.arange(router_logits.shape[0])[:, None]  # (N, 1)
+    ids, weights, scores = [], [], router_logits
+    for _ in range(2):
+        best = np.argmax(scores, axis=-1)[:, None]  # (N, 1), ties -> lower expert id
+        top = scores[rows, best]  # (N, 1)
+        with np.errstate(divide="ignore", invalid="ignore"):  # all-zero logits: NaN, kept
+            gap = (top - router_logits) / np.maximum(np.abs(router_logits), top)  # (N, E)
+        gates = softmax_(np.where(gap > 2 * jitter, -np.inf, scores))  # (N, E)
+        ids.append(best)
+        weights.append(gates[rows, best])
+        scores = scores.copy()
+        scores[rows, best] = -np.inf  # the second pick leaves the first out
+    return np.concatenate(ids, axis=-1), np.concatenate(weights, axis=-1)
+
+
 def _plain_routing(spec: Spec) -> bool:
     """Mixtral / Qwen routing: softmax, no groups, no bias, no scaling (route's fast path)."""
     return (spec.router_scoring == "softmax" and not spec.group_limited
@@ -215,7 +235,9 @@ def _routed_experts(spec: Spec, w: MoEWeights, flat: Array, logits: Array) -> Ar
     goes where is data: the experts are one op whose output is the input's shape."""
     if is_shaped(flat):
         return np.empty_like(flat)
-    if _plain_routing(spec):
+    if spec.router_scoring == "sparsemixer":
+        top, weights = sparsemixer(logits, spec.router_jitter)  # (N, 2) x2
+    elif _plain_routing(spec):
         top, weights = route(logits, spec.experts_per_token, spec.norm_topk_prob)  # (N, k) x2
     else:
         top, weights = route_scored(spec, logits, w.router_bias)  # (N, k) x2

@@ -30,7 +30,7 @@ Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
 QKNorm = Literal["none", "per_head", "full"]
 LayerKind = Literal["global", "local"]
 RopePairing = Literal["half", "interleaved"]
-RouterScoring = Literal["softmax", "sigmoid"]
+RouterScoring = Literal["softmax", "sigmoid", "sparsemixer"]
 GroupScore = Literal["max", "top2_sum"]
 
 GATED_ACTIVATIONS = frozenset({"swiglu", "geglu", "geglu_tanh", "swiglu_clamped"})
@@ -298,7 +298,15 @@ class Spec(BaseModel):
         "scores as they are (Qwen norm_topk_prob false).")
     router_scoring: RouterScoring = Field(
         "softmax", description="How router logits become expert scores: softmax over the "
-        "experts (Mixtral, Qwen, DeepSeek-V2) or sigmoid of each (DeepSeek-V3). Needs n_experts.")
+        "experts (Mixtral, Qwen, DeepSeek-V2), sigmoid of each (DeepSeek-V3), or sparsemixer "
+        "(Phi-3.5-MoE, inference): the best expert weighted by the softmax over the logits "
+        "within router_jitter of it (relative), then the second best by the softmax over "
+        "those within router_jitter of it, the first left out; not renormalised. Needs "
+        "n_experts; sparsemixer needs experts_per_token 2.")
+    router_jitter: float = Field(
+        0.01, gt=0, le=1, description="sparsemixer: the relative gap, (best - logit) / "
+        "max(|logit|, best) > 2 router_jitter, past which a logit leaves the softmax (Phi-3.5-MoE "
+        "router_jitter_noise 0.01).")
     router_bias: bool = Field(
         False, description="A per-expert bias (n_experts,) added to the scores only to choose "
         "the experts; the weights stay the unbiased scores (DeepSeek-V3 e_score_correction_bias, "

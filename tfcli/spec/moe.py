@@ -66,6 +66,13 @@ def check_routing(spec: Spec) -> None:
     if spec.router_bias and spec.router_scoring != "sigmoid":
         raise SpecConsistencyError("router_bias", "needs router_scoring: sigmoid (the "
                                    "correction bias of DeepSeek-V3)")
+    if spec.router_scoring == "sparsemixer" and (spec.experts_per_token != 2
+                                                 or spec.norm_topk_prob or spec.group_limited):
+        raise SpecConsistencyError("router_scoring", "'sparsemixer' picks exactly 2 experts, "
+                                   "unrenormalised and without groups (experts_per_token 2, "
+                                   "norm_topk_prob false)")
+    if spec.router_jitter != 0.01 and spec.router_scoring != "sparsemixer":
+        raise SpecConsistencyError("router_jitter", "needs router_scoring: sparsemixer")
     if spec.router_logits_bias and spec.router_scoring != "softmax":
         raise SpecConsistencyError("router_logits_bias", "needs router_scoring: softmax (the "
                                    "biased logits of gpt-oss's router)")

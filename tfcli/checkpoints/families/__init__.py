@@ -29,7 +29,7 @@ from tfcli.checkpoints.families import starcoder2
 from tfcli.checkpoints.families import cohere
 from tfcli.checkpoints.families import glm
 from tfcli.checkpoints.families import ernie, exaone4, seed_oss
-from tfcli.checkpoints.families import multimodal
+from tfcli.checkpoints.families import multimodal, phimoe
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
@@ -78,6 +78,7 @@ FAMILIES: dict[str, Family] = {
     "seed_oss": Family(seed_oss.DEFAULTS, seed_oss.read, seed_oss.TABLE, seed_oss.CLASSES),
     "ernie4_5": Family(ernie.DEFAULTS, ernie.read, ernie.TABLE, ernie.CLASSES),
     "exaone4": Family(exaone4.DEFAULTS, exaone4.read, exaone4.TABLE, exaone4.CLASSES),
+    "phimoe": Family(phimoe.DEFAULTS, phimoe.read, phimoe.TABLE, phimoe.CLASSES),
     "starcoder2": Family(starcoder2.DEFAULTS, starcoder2.read, starcoder2.TABLE,
                          starcoder2.CLASSES),
     "gemma": Family(gemma.GEMMA_DEFAULTS, gemma.read_gemma, gemma.GEMMA_TABLE),

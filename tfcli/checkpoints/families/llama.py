@@ -114,6 +114,11 @@ def _llama_rules() -> list[Rule]:
         *experts,
         rule("{base}norm.weight", "decoder.final_norm.scale"),
         rule("lm_head.weight", "lm_head", "linear"),
+        # LayerNorm biases and a head bias (Phi-3.5-MoE's): skipped where the spec has none
+        rule(f"{layer}.input_layernorm.bias", f"{b}.attn_norm.bias"),
+        rule(f"{layer}.post_attention_layernorm.bias", f"{b}.ffn_norm.bias"),
+        rule("{base}norm.bias", "decoder.final_norm.bias"),
+        rule("lm_head.bias", "lm_head_bias"),
     ]
 
 
