@@ -111,3 +111,27 @@ def no_qk_norms(model: PreTrainedModel) -> None:
     for layer in layers(model):
         layer.self_attn.q_norm = torch.nn.Identity()
         layer.self_attn.k_norm = torch.nn.Identity()
+
+
+def switch_test(switches: Mapping[str, Switch], fixture: str = "saved") -> Any:
+    """A family module's test that each of `switches` moves the logits (one case a switch) on
+    the (model, path) of its `fixture` (saved_rows'): assign it to a module name starting with
+    test_. Its signature names the fixture, as pytest reads it."""
+    import inspect
+
+    import pytest
+
+    def test(feature: str, **fixtures: tuple[PreTrainedModel, Path]) -> None:
+        model, path = fixtures[fixture]
+        assert_switch_moves_the_logits(model, path, switches[feature])
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    test.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(fixture, kind), inspect.Parameter("feature", kind)])
+    return pytest.mark.parametrize("feature", list(switches))(test)
+
+
+def no_norm_biases(model: PreTrainedModel) -> None:
+    """A switch: every block's two LayerNorm biases (input / post-attention) zero."""
+    for layer in layers(model):
+        layer.input_layernorm.bias.data.zero_()
+        layer.post_attention_layernorm.bias.data.zero_()

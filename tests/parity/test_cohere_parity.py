@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits, saved_rows)
+                                        saved_rows, switch_test)
 from tests.parity.parity_families import cohere, cohere2
 from tests.parity.saved_models import save_random
 
@@ -61,11 +61,7 @@ COHERE2: dict[str, Callable[[object], None]] = {"sliding window": _no_window,
                                                 "NoPE global layer": _rotated_global}
 
 
-@pytest.mark.parametrize("feature", list(COMMON))
-def test_each_feature_moves_the_logits_far_past_the_tolerance(saved: tuple[object, Path],
-                                                              feature: str) -> None:
-    model, path = saved
-    assert_switch_moves_the_logits(model, path, COMMON[feature])  # type: ignore[arg-type]
+test_each_feature_moves_the_logits_far_past_the_tolerance = switch_test(COMMON)
 
 
 @pytest.fixture(scope="module")
@@ -74,11 +70,7 @@ def saved_cohere2(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Pat
     return save_random(cohere2, path, std=0.15), path
 
 
-@pytest.mark.parametrize("feature", list(COHERE2))
-def test_each_cohere2_feature_moves_the_logits(saved_cohere2: tuple[object, Path],
-                                               feature: str) -> None:
-    model, path = saved_cohere2
-    assert_switch_moves_the_logits(model, path, COHERE2[feature])  # type: ignore[arg-type]
+test_each_cohere2_feature_moves_the_logits = switch_test(COHERE2, fixture="saved_cohere2")
 
 
 def _layer_norm_f64(self: object, x: object) -> object:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
                                         assert_switch_moves_the_logits, layers, no_qk_norms,
-                                        no_rope, saved_rows)
+                                        no_rope, saved_rows, switch_test)
 from tests.parity.parity_families import glm, glm4, glm4_moe
 from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import _rms_norm_f64, _rope_f64
@@ -44,11 +44,7 @@ SWITCHES: dict[str, Callable[[object], None]] = {"q/k/v biases": _no_qkv_biases,
                                                  "partial interleaved RoPE": no_rope}
 
 
-@pytest.mark.parametrize("feature", list(SWITCHES))
-def test_each_feature_moves_the_logits_far_past_the_tolerance(saved: tuple[object, Path],
-                                                              feature: str) -> None:
-    model, path = saved
-    assert_switch_moves_the_logits(model, path, SWITCHES[feature])  # type: ignore[arg-type]
+test_each_feature_moves_the_logits_far_past_the_tolerance = switch_test(SWITCHES)
 
 
 def test_glm4_post_norms_move_the_logits(tmp_path: Path) -> None:
@@ -88,11 +84,7 @@ MOE_SWITCHES: dict[str, Callable[[object], None]] = {
 saved_moe = saved_rows({"glm4-moe": glm4_moe})
 
 
-@pytest.mark.parametrize("feature", list(MOE_SWITCHES))
-def test_each_glm4_moe_feature_moves_the_logits(saved_moe: tuple[object, Path],
-                                                feature: str) -> None:
-    model, path = saved_moe
-    assert_switch_moves_the_logits(model, path, MOE_SWITCHES[feature])  # type: ignore[arg-type]
+test_each_glm4_moe_feature_moves_the_logits = switch_test(MOE_SWITCHES, fixture="saved_moe")
 
 
 def _router_f64(self: object, x: object) -> tuple:

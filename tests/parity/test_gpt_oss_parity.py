@@ -14,7 +14,7 @@ import pytest
 
 from tests.parity.parity_families import gpt_oss
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits, layers, saved_rows)
+                                        layers, saved_rows, switch_test)
 from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import _rms_norm_f64
 
@@ -57,11 +57,7 @@ SWITCHES: dict[str, Callable[[object], None]] = {
 }
 
 
-@pytest.mark.parametrize("feature", list(SWITCHES))
-def test_each_feature_moves_the_logits_far_past_the_tolerance(saved: tuple[object, Path],
-                                                              feature: str) -> None:
-    model, path = saved
-    assert_switch_moves_the_logits(model, path, SWITCHES[feature])  # type: ignore[arg-type]
+test_each_feature_moves_the_logits_far_past_the_tolerance = switch_test(SWITCHES)
 
 
 def _rope_f64(self: object, x: object, position_ids: object) -> tuple:

@@ -12,8 +12,8 @@ import pytest
 
 from tests.parity.parity_families import olmoe
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits, no_qk_norms,
-                                        saved_rows)
+                                        no_qk_norms,
+                                        saved_rows, switch_test)
 from tests.parity.test_hf_parity import _rms_norm_f64, _rope_f64
 
 pytestmark = pytest.mark.slow
@@ -31,11 +31,7 @@ SWITCHES: dict[str, Callable[[object], None]] = {"full q/k norms": no_qk_norms,
                                                  "unrenormalised routing": _renormalised}
 
 
-@pytest.mark.parametrize("feature", list(SWITCHES))
-def test_each_feature_moves_the_logits_far_past_the_tolerance(saved: tuple[object, Path],
-                                                              feature: str) -> None:
-    model, path = saved
-    assert_switch_moves_the_logits(model, path, SWITCHES[feature])  # type: ignore[arg-type]
+test_each_feature_moves_the_logits_far_past_the_tolerance = switch_test(SWITCHES)
 
 
 def _router_f64(self: object, x: object) -> tuple:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits, layers, saved_rows)
+                                        layers, saved_rows, switch_test, no_norm_biases)
 from tests.parity.parity_families import phimoe
 from tests.parity.test_hf_parity import _rope_f64
 
@@ -27,27 +27,17 @@ def _no_masks(model: object) -> None:
         layer.mlp.router.router_jitter_noise = 1e9
 
 
-def _no_norm_biases(model: object) -> None:
-    for layer in layers(model):
-        layer.input_layernorm.bias.data.zero_()
-        layer.post_attention_layernorm.bias.data.zero_()
-
-
 def _no_head_bias(model: object) -> None:
     model.lm_head.bias.data.zero_()  # type: ignore[attr-defined]
 
 
 SWITCHES: dict[str, Callable[[object], None]] = {
-    "sparsemixer masks": _no_masks, "LayerNorm biases": _no_norm_biases,
+    "sparsemixer masks": _no_masks, "LayerNorm biases": no_norm_biases,
     "head bias": _no_head_bias,
 }
 
 
-@pytest.mark.parametrize("feature", list(SWITCHES))
-def test_each_feature_moves_the_logits_far_past_the_tolerance(saved: tuple[object, Path],
-                                                              feature: str) -> None:
-    model, path = saved
-    assert_switch_moves_the_logits(model, path, SWITCHES[feature])  # type: ignore[arg-type]
+test_each_feature_moves_the_logits_far_past_the_tolerance = switch_test(SWITCHES)
 
 
 @pytest.mark.parametrize("jitter", [0.01, 0.1, 0.5])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
-                                        assert_switch_moves_the_logits, layers, saved_rows)
+                                        layers, saved_rows, switch_test, no_norm_biases)
 from tests.parity.parity_families import starcoder2
 from tests.parity.test_hf_parity import _rope_f64
 
@@ -28,12 +28,6 @@ def _no_window(model: object) -> None:
         layer.self_attn.sliding_window = None
 
 
-def _no_norm_biases(model: object) -> None:
-    for layer in layers(model):
-        layer.input_layernorm.bias.data.zero_()
-        layer.post_attention_layernorm.bias.data.zero_()
-
-
 def _no_mlp_biases(model: object) -> None:
     for layer in layers(model):
         layer.mlp.c_fc.bias.data.zero_()
@@ -41,16 +35,12 @@ def _no_mlp_biases(model: object) -> None:
 
 
 SWITCHES: dict[str, Callable[[object], None]] = {
-    "sliding window": _no_window, "LayerNorm biases": _no_norm_biases,
+    "sliding window": _no_window, "LayerNorm biases": no_norm_biases,
     "MLP biases": _no_mlp_biases,
 }
 
 
-@pytest.mark.parametrize("feature", list(SWITCHES))
-def test_each_feature_moves_the_logits_far_past_the_tolerance(saved: tuple[object, Path],
-                                                              feature: str) -> None:
-    model, path = saved
-    assert_switch_moves_the_logits(model, path, SWITCHES[feature])  # type: ignore[arg-type]
+test_each_feature_moves_the_logits_far_past_the_tolerance = switch_test(SWITCHES)
 
 
 def test_float64_logits_match(saved: tuple[object, Path], monkeypatch: pytest.MonkeyPatch) -> None:
