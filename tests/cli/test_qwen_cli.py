@@ -60,8 +60,9 @@ def test_import_config_round_trips(invoke, model_dir: Path, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(("change", "named"), [
-    ({"use_sliding_window": True}, "use_sliding_window"),
-    ({"layer_types": ["sliding_attention", "full_attention"]}, "layer_types"),
+    ({"layer_types": ["sliding_attention", "full_attention"]}, "use_sliding_window"),
+    ({"use_sliding_window": True, "sliding_window": None,
+      "layer_types": ["sliding_attention", "full_attention"]}, "sliding_window"),
 ])
 def test_unmodelled_keys_are_refused_by_name(invoke, model_dir: Path, tmp_path: Path,
                                              change: dict, named: str) -> None:

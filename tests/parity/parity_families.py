@@ -483,6 +483,29 @@ def phimoe() -> PreTrainedModel:
     return model
 
 
+# --- Qwen2 / Qwen3 sliding windows -------------------------------------------------------------
+# use_sliding_window: the layers from max_window_layers on attend within sliding_window (4,
+# shorter than the inputs), the first ones to every earlier token.
+
+QWEN_SLIDING = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "num_hidden_layers": 3, "intermediate_size": 96, "vocab_size": VOCAB,
+                "max_position_embeddings": 64, "use_sliding_window": True,
+                "sliding_window": WINDOW, "max_window_layers": 1,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def qwen2_sliding() -> PreTrainedModel:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    return Qwen2ForCausalLM(Qwen2Config(**QWEN_SLIDING))
+
+
+def qwen3_sliding() -> PreTrainedModel:
+    """Every layer sliding (max_window_layers 0), head_dim apart from hidden / heads."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+    return Qwen3ForCausalLM(Qwen3Config(**QWEN_SLIDING | {"max_window_layers": 0,
+                                                          "head_dim": 8}))
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -519,5 +542,7 @@ ROWS = [
     Family("exaone4", exaone4, GEMMA_PROMPTS),
     Family("exaone4-full", exaone4_full),
     Family("phimoe", phimoe),
+    Family("qwen2-sliding", qwen2_sliding, GEMMA_PROMPTS),
+    Family("qwen3-sliding", qwen3_sliding, GEMMA_PROMPTS),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pytest
 
+from tests.parity.family_checks import (assert_float64_logits_match, layers, saved_rows,
+                                        switch_test)
+from tests.parity.parity_families import qwen2_sliding, qwen3_sliding
 from tests.parity.test_hf_parity import F32, F64, _rms_norm_f64, _rope_f64
 from tests.parity.test_hf_rope_scaling_parity import _rope_f64 as _scaled_rope_f64
 from tfcli.checkpoints import load_weights, spec_from_config_dir
@@ -186,3 +189,24 @@ def test_loaded_checkpoints_are_laid_out_for_decoding(saved: tuple[PreTrainedMod
         fused = fused_projection(block.attn, ("wq", "wk", "wv"), ("bq", "bk", "bv"))
         assert fused is not None and (fused[1] is not None) == bool(spec.attention_bias)
         assert block.attn.wo.flags.f_contiguous and block.ffn.w_down.flags.f_contiguous
+
+
+# --- use_sliding_window (the qwen2-sliding / qwen3-sliding rows of parity_families.py) -------
+
+sliding = saved_rows({"qwen2-sliding": qwen2_sliding, "qwen3-sliding": qwen3_sliding})
+
+
+def _no_window(model: PreTrainedModel) -> None:
+    """Every layer full attention, as without use_sliding_window."""
+    model.config.layer_types = ["full_attention"] * model.config.num_hidden_layers
+    for layer in layers(model):
+        layer.self_attn.sliding_window = None
+
+
+test_the_sliding_window_moves_the_logits = switch_test({"sliding window": _no_window},
+                                                       fixture="sliding")
+
+
+def test_sliding_float64_logits_match(sliding: tuple[PreTrainedModel, Path],
+                                      float64_reference: None) -> None:
+    assert_float64_logits_match(*sliding)

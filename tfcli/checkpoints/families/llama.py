@@ -3,7 +3,8 @@ table (dense rules skip for MoE specs and vice versa; Qwen3's q/k norms skip els
 
 from __future__ import annotations
 
-from tfcli.checkpoints.families.common import require_false, unsupported
+from tfcli.checkpoints.families.common import unsupported
+from tfcli.checkpoints.families.gemma import attention_pattern
 from tfcli.checkpoints.families.rope import rope_theta, with_rope_scaling
 from tfcli.checkpoints.fields import Config, ConfigFields, shown
 from tfcli.checkpoints.heads import Architecture
@@ -28,6 +29,7 @@ MIXTRAL_DEFAULTS = MISTRAL_DEFAULTS | {
 QWEN2_DEFAULTS = LLAMA_DEFAULTS | {
     "vocab_size": 151936, "intermediate_size": 22016, "num_key_value_heads": 32,
     "max_position_embeddings": 32768, "use_sliding_window": False, "layer_types": None,
+    "sliding_window": 4096, "max_window_layers": 28,
 }
 QWEN3_DEFAULTS = QWEN2_DEFAULTS | {"head_dim": 128}
 
@@ -75,20 +77,31 @@ def read_llama(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
 
 def read_qwen(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     """Qwen2 / 2.5: biases on q, k, v and none on o (not a config key); Qwen3: per-head q/k
-    RMSNorm, `attention_bias` on all four projections. Sliding windows are refused by name."""
-    require_false(c, "use_sliding_window")
-    windowed = [t for t in c.names("layer_types") if t != "full_attention"]
-    if windowed:
-        raise unsupported(c, f"layer_types {shown(windowed[0])} is not supported "
-                             "(only 'full_attention')")
+    RMSNorm, `attention_bias` on all four projections. Both: sliding windows behind
+    `use_sliding_window`."""
     fields, notes = read_llama(c, arch)
-    fields.pop("sliding_window", None)  # only read with use_sliding_window, refused above
+    fields.pop("sliding_window", None)  # read_llama's Mistral rule; Qwen's is _qwen_windows
+    fields |= _qwen_windows(c, fields["n_layers"])
     fields["ffn_bias"] = False  # no MLP bias in either (an `mlp_bias` key means nothing to them)
     if c.values["model_type"] == "qwen2":
         fields |= {"attention_bias": True, "attention_out_bias": False}
     else:
         fields["qk_norm"] = "per_head"
     return fields, notes
+
+
+def _qwen_windows(c: ConfigFields, n_layers: int) -> Config:
+    """layer_pattern and sliding_window as Qwen2Config / Qwen3Config derive them: with
+    `use_sliding_window`, `layer_types` when given, else every layer from `max_window_layers`
+    on sliding; without it no layer slides (their sliding_window is set to None)."""
+    if not c.flag("use_sliding_window"):
+        windowed = [t for t in c.names("layer_types") if t != "full_attention"]
+        if windowed:
+            raise unsupported(c, f"layer_types {shown(windowed[0])} without use_sliding_window "
+                                 "is not supported (only 'full_attention')")
+        return {}
+    full = min(c.integer("max_window_layers", minimum=0), n_layers)
+    return attention_pattern(c, ["global"] * full + ["local"] * (n_layers - full))
 
 
 def _llama_rules() -> list[Rule]:

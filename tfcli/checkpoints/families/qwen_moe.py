@@ -8,6 +8,7 @@ expert on its own (`mlp.experts.{e}.gate_proj`), as transformers 5 saves them.""
 from __future__ import annotations
 
 from tfcli.checkpoints.families import llama
+from tfcli.checkpoints.families.common import require_false
 from tfcli.checkpoints.fields import Config, ConfigFields, shown
 from tfcli.checkpoints.heads import Architecture
 from tfcli.checkpoints.names import Rule, Table, rule
@@ -67,6 +68,7 @@ def read_qwen2_moe(c: ConfigFields, arch: Architecture) -> tuple[Config, list[st
     """Qwen2's attention with biases on q, k, v from `qkv_bias` (none on o), no q/k norms."""
     # transformers 5 saves sliding_window 0 without use_sliding_window (refused when true),
     # and the window is read only with it
+    require_false(c, "use_sliding_window")  # its windows differ from Qwen2's: refused
     c = ConfigFields(c.values | {"sliding_window": None}, c.file, c.prefix)
     fields, notes = llama.read_qwen(c, arch)  # its Qwen3 branch: q/k norms, undone here
     fields.pop("qk_norm", None)
@@ -76,6 +78,7 @@ def read_qwen2_moe(c: ConfigFields, arch: Architecture) -> tuple[Config, list[st
 
 def read_qwen3_moe(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     """Qwen3's attention (per-head q/k RMSNorm, `attention_bias` on all four projections)."""
+    require_false(c, "use_sliding_window")  # one window on every layer, unlike Qwen3's: refused
     fields, notes = llama.read_qwen(c, arch)
     return fields | _moe_fields(c, fields["n_layers"], shared=False), notes
 
