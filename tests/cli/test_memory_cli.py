@@ -153,6 +153,8 @@ def test_lora_targets_in_any_order_count_the_same_adapters() -> None:
 @pytest.mark.parametrize(("name", "named"), [
     ("gpt-oss-20b", "activation memory of gpt-oss's transformers modules (attention sinks, "
                     "clamped-SwiGLU experts) is not modelled yet"),
+    ("llama-4-scout", "activation memory of Llama 4's transformers modules (every expert run "
+                      "on every token, chunked attention) is not modelled yet"),
     ("command-r7b", "activation memory of Cohere's transformers modules (float32 LayerNorm and "
                     "RoPE copies) is not modelled yet"),
 ])

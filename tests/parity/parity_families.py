@@ -34,6 +34,9 @@ class Family:
     name: str
     build: Callable[[], PreTrainedModel]
     prompts: tuple[list[int], ...] = PROMPTS
+    # transformers' logits of a left-padded sequence differ from that sequence run alone (Llama
+    # 4's temperature counts the padding as positions): tfcli's are checked against it alone
+    left_padded_alone: bool = False
 
 
 def tokens() -> np.ndarray:
@@ -506,6 +509,35 @@ def qwen3_sliding() -> PreTrainedModel:
                                                           "head_dim": 8}))
 
 
+# --- Llama 4 text (llama4_text) ---------------------------------------------------------------
+# Scout's recipe at a tiny size: chunked attention (chunks of 4, shorter than the inputs) on
+# the rotated layers, NoPE every second layer with the attention temperature biting from the
+# second position on (floor_scale 2), weightless L2 q/k norms, a shared expert beside top-1
+# sigmoid experts that scale their inputs. The second row: Maverick's kind (MoE on listed
+# layers, NoPE by flags, top-2, no q/k norm, no temperature, tied).
+
+LLAMA4 = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "head_dim": 16, "num_hidden_layers": 4, "intermediate_size": 32,
+          "intermediate_size_mlp": 96, "vocab_size": VOCAB, "max_position_embeddings": 64,
+          "num_local_experts": 4, "num_experts_per_tok": 1, "no_rope_layer_interval": 2,
+          "attention_chunk_size": WINDOW, "floor_scale": 2, "attn_scale": 0.5,
+          "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+          "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def llama4() -> PreTrainedModel:
+    """MoE on every layer (interleave_moe_layer_step 1), NoPE on layers 1 and 3."""
+    from transformers import Llama4ForCausalLM, Llama4TextConfig
+    return Llama4ForCausalLM(Llama4TextConfig(**LLAMA4))
+
+
+def llama4_listed() -> PreTrainedModel:
+    from transformers import Llama4ForCausalLM, Llama4TextConfig
+    return Llama4ForCausalLM(Llama4TextConfig(**LLAMA4 | {
+        "moe_layers": [0, 2], "no_rope_layers": [1, 0, 1, 1], "num_experts_per_tok": 2,
+        "use_qk_norm": False, "attn_temperature_tuning": False, "tie_word_embeddings": True}))
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -544,5 +576,7 @@ ROWS = [
     Family("phimoe", phimoe),
     Family("qwen2-sliding", qwen2_sliding, GEMMA_PROMPTS),
     Family("qwen3-sliding", qwen3_sliding, GEMMA_PROMPTS),
+    Family("llama4", llama4, GEMMA_PROMPTS, left_padded_alone=True),
+    Family("llama4-listed", llama4_listed, GEMMA_PROMPTS),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

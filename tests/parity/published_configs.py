@@ -252,6 +252,30 @@ GPT_OSS_120B = GPT_OSS_20B | {  # openai/gpt-oss-120b config.json
     "num_hidden_layers": 36, "num_local_experts": 128,
     "layer_types": ["sliding_attention", "full_attention"] * 18,
 }
+LLAMA_4_SCOUT = {  # meta-llama/Llama-4-Scout-17B-16E config.json's text_config, as its
+    # language model (Llama4ForCausalLM); Meta's file says attn_temperature_tuning: 4, which
+    # transformers 5.24's strict config class refuses (it wants a bool; tfcli reads 4 by its
+    # truth, tests/checkpoints/test_llama4_reader.py), so the bool stands here
+    "architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text",
+    "attention_bias": False, "attention_chunk_size": 8192, "attention_dropout": 0.0,
+    "attn_scale": 0.1, "attn_temperature_tuning": True, "bos_token_id": 200000,
+    "eos_token_id": [200001, 200007, 200008], "floor_scale": 8192, "head_dim": 128,
+    "hidden_act": "silu", "hidden_size": 5120, "initializer_range": 0.02,
+    "interleave_moe_layer_step": 1, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+    "max_position_embeddings": 262144, "moe_layers": list(range(48)),
+    "no_rope_layers": [1, 1, 1, 0] * 12, "num_attention_heads": 40, "num_experts_per_tok": 1,
+    "num_hidden_layers": 48, "num_key_value_heads": 8, "num_local_experts": 16,
+    "pad_token_id": 200018, "rms_norm_eps": 1e-05, "rope_scaling": {
+        "factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "rope_theta": 500000.0, "router_aux_loss_coef": 0.001, "router_jitter_noise": 0.0,
+    "tie_word_embeddings": False, "use_qk_norm": True, "vocab_size": 202048,
+}
+LLAMA_4_MAVERICK = LLAMA_4_SCOUT | {  # meta-llama/Llama-4-Maverick-17B-128E's text_config
+    "interleave_moe_layer_step": 2, "moe_layers": list(range(1, 48, 2)),
+    "num_local_experts": 128, "use_qk_norm": False, "max_position_embeddings": 1048576,
+    "rope_scaling": None,
+}
 OLMOE_1B_7B = {  # allenai/OLMoE-1B-7B-0924 config.json
     "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "attention_bias": False,
     "attention_dropout": 0.0, "clip_qkv": None, "eos_token_id": 50279, "hidden_act": "silu",

@@ -1,4 +1,4 @@
-"""The language model of vision-language wrappers (Gemma 3, Mistral Small 3.x, LLaVA) against
+"""The language model of vision-language wrappers (Gemma 3, Mistral Small 3.x, LLaVA, Llama 4) against
 transformers: tfcli counts exactly the wrapper's `model.language_model` plus `lm_head` (tied
 once), says in the description, params' notes, JSON and checkpoint verdict that the vision
 tower and projector are not counted, and runs the language model to transformers' logits on
@@ -55,8 +55,22 @@ def _llava() -> object:
         text_config=text, vision_config=vision, image_token_index=299))
 
 
+def _llama4() -> object:
+    """The wrapper holds a whole Llama4ForCausalLM (language_model.model.*, language_model.lm_head)."""
+    from transformers import Llama4Config, Llama4ForConditionalGeneration
+    text = TEXT | {"model_type": "llama4_text", "intermediate_size_mlp": 96,
+                   "intermediate_size": 32, "num_local_experts": 2, "attention_chunk_size": 4,
+                   "no_rope_layer_interval": 2}
+    vision = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+              "num_attention_heads": 2, "image_size": 28, "patch_size": 14,
+              "vision_output_dim": 32, "projector_input_dim": 32, "projector_output_dim": 64}
+    return Llama4ForConditionalGeneration(Llama4Config(
+        text_config=text, vision_config=vision, image_token_index=299, boi_token_index=297,
+        eoi_token_index=298))
+
+
 BUILDERS: dict[str, Callable[[], object]] = {"gemma3": _gemma3, "mistral3": _mistral3,
-                                            "llava": _llava}
+                                            "llava": _llava, "llama4": _llama4}
 
 
 @pytest.fixture(scope="module", params=list(BUILDERS))
@@ -67,9 +81,11 @@ def saved(request: pytest.FixtureRequest,
 
 
 def _language_model_parameters(model: object) -> int:
-    """transformers' own count of the language model and head, a tied head once."""
-    seen = {id(p): p for module in (model.model.language_model, model.lm_head)  # type: ignore[attr-defined]
-            for p in module.parameters()}
+    """transformers' own count of the language model and head, a tied head once (Llama 4's
+    wrapper holds both in its language_model)."""
+    parts = ((model.language_model,) if not hasattr(model, "model")  # type: ignore[attr-defined]
+             else (model.model.language_model, model.lm_head))  # type: ignore[attr-defined]
+    seen = {id(p): p for module in parts for p in module.parameters()}
     return sum(p.numel() for p in seen.values())
 
 
@@ -100,17 +116,20 @@ def test_the_language_model_runs_to_transformers_logits(saved: tuple[object, Pat
     tokens = np.random.default_rng(1).integers(1, 200, size=(2, 10))
     mask = np.ones_like(tokens)
     mask[1, -3:] = 0
+    # transformers 5.24's Llama4ForConditionalGeneration.forward fails on text alone (it reads
+    # image_outputs from its language model's output, which has none): its language_model runs
+    text_model = getattr(model, "language_model", model) if not hasattr(model, "model") else model
     with torch.no_grad():
-        want = model(input_ids=torch.from_numpy(tokens),  # type: ignore[operator]
-                     attention_mask=torch.from_numpy(mask)).logits.numpy()
+        want = text_model(input_ids=torch.from_numpy(tokens),  # type: ignore[operator]
+                          attention_mask=torch.from_numpy(mask)).logits.numpy()
     spec, weights = load_checkpoint(path)
     got = forward(spec, weights, ModelInput(tokens, attention_mask=mask)).logits
     real = mask.astype(bool)
     np.testing.assert_allclose(got[real], want[real], **F32)
 
 
-def test_llama4_and_qwen2_5_vl_are_refused_by_model_type(tmp_path: Path, invoke) -> None:  # noqa: ANN001
-    for kind in ("llama4", "qwen2_5_vl"):
+def test_qwen2_5_vl_is_refused_by_model_type(tmp_path: Path, invoke) -> None:  # noqa: ANN001
+    for kind in ("qwen2_5_vl",):
         (tmp_path / "config.json").write_text(json.dumps({"model_type": kind}))
         result = invoke("params", str(tmp_path))
         assert result.exit_code == 2 and f"model_type '{kind}' is not supported" in result.stderr
@@ -120,6 +139,7 @@ def test_llama4_and_qwen2_5_vl_are_refused_by_model_type(tmp_path: Path, invoke)
     ("Gemma3Config", "Gemma3ForConditionalGeneration"),  # gemma-3-4b's text shape
     ("Mistral3Config", "Mistral3ForConditionalGeneration"),  # Mistral Small 3.1 24B's
     ("LlavaConfig", "LlavaForConditionalGeneration"),  # LLaVA 1.5 7B's (Llama 2 7B)
+    ("Llama4Config", "Llama4ForConditionalGeneration"),  # Llama 4 Scout's
 ])
 def test_full_size_default_configs_count_the_language_model(config_class: str,
                                                             model_class: str) -> None:

@@ -31,11 +31,13 @@ def test_every_float_field_must_be_finite(field: str, value: float) -> None:
 
 # Fields with a documented range of their own (tfcli.spec.model._check_scales, tested in
 # tests/analysis/run/test_nonfinite.py; tfcli.spec.moe.ROUTED_SCALE_RANGE; Granite's multipliers,
-# float32 constants: tests/spec/test_multipliers.py; gpt-oss's swiglu_limit and swiglu_alpha, likewise:
-# tests/spec/test_gpt_oss_fields.py): there, 1e300 is refused.
+# float32 constants: tests/spec/test_multipliers.py; gpt-oss's swiglu_limit and swiglu_alpha,
+# likewise: tests/spec/test_gpt_oss_fields.py; Llama 4's nope_temperature_scale:
+# tests/spec/test_llama4_fields.py): there, 1e300 is refused.
 RANGED_FIELDS = {"norm_eps", "init_std", "latent_norm_eps", "routed_scaling_factor",
                  "embedding_multiplier", "residual_multiplier", "logits_scaling", "swiglu_limit",
-                 "swiglu_alpha", "router_jitter"}  # router_jitter: at most 1 (a relative gap)
+                 "swiglu_alpha", "router_jitter",  # router_jitter: at most 1 (a relative gap)
+                 "nope_temperature_scale"}
 
 
 # Fields that mean something only beside others (tfcli.spec.model._check_gemma): set with those.

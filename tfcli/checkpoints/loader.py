@@ -109,9 +109,10 @@ def convert(rule: Rule, array: Array, shapes: list[tuple[int, ...]],
         return [_owned(array).T]
     if rule.transform == "deinterleave":  # (..., k w) -> k strided views (..., w)
         return [array[..., j::len(shapes)] for j in range(len(shapes))]
-    if rule.transform == "split3":
-        # GPT-2's c_attn (d, 3d) -> wq, wk, wv as column views: already fused (see arrange_weights)
-        return np.split(_owned(array), 3, axis=-1)
+    if rule.transform == "split":
+        # equal column views: GPT-2's c_attn (d, 3d) -> wq, wk, wv (already fused, see
+        # arrange_weights); Llama 4's gate_up_proj (d, 2 d_ff) -> w_gate, w_up
+        return np.split(_owned(array), len(shapes), axis=-1)
     if rule.transform == "split_linear":
         # (sum w_i, in) -> (in, w_i) column views of the transpose, cut at the spec's widths;
         # arrange_weights fuses them again (Q/K/V, gate/up) in the decode layout

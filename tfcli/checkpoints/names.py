@@ -10,9 +10,10 @@ paths do not exist for the spec (a bias when `bias: false`, a dense FFN in an Mo
 skipped, so a table can list every variant of its family.
 
 Transforms: `copy` keeps the array; `linear` transposes torch nn.Linear's (out, in) to tfcli's
-(in, out); `split3` cuts GPT-2's fused c_attn (Conv1D, already (in, out)) into q, k, v along the
-last axis; `split_linear` transposes a fused nn.Linear (sum of widths, in) and cuts it into the
-rule's arrays at the widths the spec gives them (Phi-3's qkv_proj: q | k | v, unequal under GQA;
+(in, out); `split` cuts an array already (in, out) into equal parts along the last axis, one
+per path (GPT-2's fused c_attn into q, k, v; Llama 4's stacked gate_up_proj into gate, up);
+`split_linear` transposes a fused nn.Linear (sum of widths, in) and cuts it into the rule's
+arrays at the widths the spec gives them (Phi-3's qkv_proj: q | k | v, unequal under GQA;
 gate_up_proj: gate | up); `split_heads3` is that for a fused q/k/v whose rows are head-major,
 each head's q, k, v together (GPT-NeoX's query_key_value, (H, 3, d_head, in));
 `split_grouped_qkv` cuts Falcon's query_key_value, grouped per key/value head: (n_kv, heads
@@ -34,7 +35,7 @@ from typing import Literal
 
 from tfcli.spec.model import Spec
 
-Transform = Literal["copy", "linear", "split3", "split_linear", "split_heads3",
+Transform = Literal["copy", "linear", "split", "split_linear", "split_heads3",
                     "split_grouped_qkv", "deinterleave"]
 
 
@@ -45,7 +46,7 @@ def always(spec: Spec) -> bool:
 @dataclass(frozen=True)
 class Rule:
     hf: str  # checkpoint name template
-    ours: tuple[str, ...]  # Weights path template(s); three for split3, the pieces for split_linear
+    ours: tuple[str, ...]  # Weights path template(s): one per part (split, split_linear ...)
     transform: Transform = "copy"
     when: Callable[[Spec], bool] = always  # extra condition (T5's gated vs plain FFN names)
     stacked: bool = False  # one tensor (n_experts, ...): every expert's along the first axis
@@ -69,7 +70,7 @@ def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]
         return (len(shapes) // per_expert, *expected_shape(unstacked(rule), shapes[:per_expert]))
     if rule.transform == "linear":
         return shapes[0][::-1]
-    if rule.transform in ("split3", "deinterleave"):
+    if rule.transform in ("split", "deinterleave"):
         return (*shapes[0][:-1], sum(s[-1] for s in shapes))
     if rule.transform in ("split_linear", "split_heads3", "split_grouped_qkv"):  # (sum, in) / bias
         return (sum(s[-1] for s in shapes), *shapes[0][:-1])

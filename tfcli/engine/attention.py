@@ -33,6 +33,9 @@ class ScoreMask(NamedTuple):
     position_bias: Array | None = None  # broadcastable to (B, H, T, S), added to the scores
     softcap: float | None = None  # c: scores become c * tanh(scores / c) before all the above
     sinks: Array | None = None  # (H,): one more logit per head in each softmax (gpt-oss)
+    # chunked attention (Llama 4): the chunk of each query (1|B, T) and key (1|B, S); a query
+    # sees only the keys of its own chunk (on top of the causal mask)
+    chunks: tuple[Array, Array] | None = None
 
 
 def split_heads(x: Array, n_heads: int) -> Array:
@@ -52,7 +55,24 @@ def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, 
     v = split_heads(v, spec.kv_heads)
     if w.q_norm is not None and spec.qk_norm == "per_head":  # over each head's d_head
         q, k = _qk_norm(spec, w, q, k)
+    if spec.qk_norm == "l2":  # Llama 4: no weights (the same before or after RoPE's rotation)
+        q, k = _rms(q, spec.norm_eps), _rms(k, spec.norm_eps)
     return q, k, v
+
+
+def _rms(x: Array, eps: float) -> Array:
+    """x / sqrt(mean(x^2) + eps) over the last axis (each head's d_head): shape kept."""
+    if is_shaped(x):
+        return x.copy()
+    return x / np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + x.dtype.type(eps))
+
+
+def _temperature(spec: Spec, positions: Array, dtype: np.dtype) -> Array:
+    """Llama 4's NoPE-layer query scale 1 + s ln(1 + floor((p + 1) / f)) of each position:
+    positions (1|B, T) -> (1|B, 1, T, 1), broadcast over heads and d_head."""
+    steps = np.floor((positions.astype(np.float64) + 1.0) / spec.nope_temperature_floor)
+    scale = 1.0 + spec.nope_temperature_scale * np.log1p(steps)  # type: ignore[operator]
+    return scale[:, None, :, None].astype(dtype)
 
 
 def _qk_norm(spec: Spec, w: AttentionWeights, q: Array, k: Array) -> tuple[Array, Array]:
@@ -92,7 +112,7 @@ def _mask_block(scores: Array, q0: int, k0: int, mask: ScoreMask) -> None:
     """
     if is_shaped(scores):
         return
-    causal_offset, window, key_mask, position_bias, softcap, _ = mask
+    causal_offset, window, key_mask, position_bias, softcap, _, chunks = mask
     n_queries, n_keys = scores.shape[2], scores.shape[3]
     if softcap is not None:  # on the scaled scores, before bias and masks (Gemma 2)
         softcap_(scores, softcap)
@@ -103,6 +123,10 @@ def _mask_block(scores: Array, q0: int, k0: int, mask: ScoreMask) -> None:
     if key_mask is not None:
         hidden = ~key_mask[:, None, None, k0:k1]  # (B, 1, 1, K)
         np.copyto(scores, -np.inf, where=hidden)
+    if chunks is not None:  # keys of another chunk: (1|B, 1, c, 1) against (1|B, 1, 1, K)
+        query_chunk, key_chunk = chunks
+        np.copyto(scores, -np.inf, where=query_chunk[:, None, q0:q0 + n_queries, None]
+                  != key_chunk[:, None, None, k0:k1])
     if causal_offset is None:
         if window is not None:
             _mask_band(scores, q0, k0, window)
@@ -203,7 +227,7 @@ def _heads_out(spec: Spec, w: AttentionWeights, qkv: tuple[Array, Array, Array],
     probe("q_proj", q.shape, (sources[0],), (w.wq, w.bq))
     probe("k_proj", k.shape, (sources[1],), (w.wk, w.bk))
     probe("v_proj", v.shape, (sources[1],), (w.wv, w.bv))
-    if w.q_norm is not None:  # applied in _self_qkv, reported in the trace's order
+    if w.q_norm is not None or spec.qk_norm == "l2":  # applied in _self_qkv, reported here
         probe("q_norm", q.shape, (q,), (w.q_norm,))
         probe("k_norm", k.shape, (k,), (w.k_norm,))
     out = attend(q, k, v, spec.scale, mask, probe)  # (B, T, H, dh)
@@ -227,14 +251,27 @@ def attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
         cos, sin = rope_tables(inputs.positions, spec.rotary_width, spec.rope_theta, x.dtype,
                                spec.rope_scaling, interleaved)  # (B, 1, T, rotary_dim) each
         q, k = apply_rope(q, cos, sin, interleaved), apply_rope(k, cos, sin, interleaved)
+    if spec.nope_temperature_scale is not None:  # a NoPE layer's view only (layer_specs)
+        q = q * _temperature(spec, inputs.positions, q.dtype)  # (B, H, T, dh)
     offset = 0
     if cache is not None:
         offset = inputs.start
         k, v = cache.update(offset, k, v)  # (B, Hkv, start + T, dh) views
     key_mask = None if inputs.key_mask is None else np.asarray(inputs.key_mask, dtype=bool)
     mask = ScoreMask(offset if inputs.causal else None, spec.sliding_window, key_mask,
-                     inputs.position_bias, spec.attn_logit_softcap, w.sinks)
+                     inputs.position_bias, spec.attn_logit_softcap, w.sinks,
+                     _chunks(spec, inputs))
     return _heads_out(spec, w, (q, k, v), mask, probe, (x, x))
+
+
+def _chunks(spec: Spec, inputs: StackInput) -> tuple[Array, Array] | None:
+    """Each query's and key's chunk, positions // sliding_window, when a local layer is
+    chunked (Llama 4): transformers' chunks start at each sequence's first real token, as
+    positions count from it."""
+    if not spec.chunked_attention or spec.sliding_window is None or is_shaped(inputs.positions):
+        return None
+    size = spec.sliding_window
+    return (np.asarray(inputs.positions) // size, np.asarray(inputs.key_positions) // size)
 
 
 def cross_attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,

@@ -244,9 +244,14 @@ def _routed_experts(spec: Spec, w: MoEWeights, flat: Array, logits: Array) -> Ar
     out = np.zeros_like(flat)  # (N, d)
     for expert_id, expert in enumerate(w.experts):
         token_ids, slot = np.nonzero(top == expert_id)  # a token picks an expert at most once
-        if token_ids.size:
+        if not token_ids.size:
+            continue
+        weight = weights[token_ids, slot][:, None]  # (n_e, 1)
+        if spec.router_scales_input:  # Llama 4: expert(w x)
+            out[token_ids] += dense_ffn(spec, expert, flat[token_ids] * weight)  # (n_e, d)
+        else:
             y = dense_ffn(spec, expert, flat[token_ids])  # (n_e, d)
-            y *= weights[token_ids, slot][:, None]
+            y *= weight
             out[token_ids] += y
     return out
 

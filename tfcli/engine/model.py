@@ -172,16 +172,21 @@ def _block_input(spec: Spec, block: BlockWeights, inputs: StackInput) -> StackIn
 def layer_specs(spec: Spec, n_layers: int) -> list[Spec]:
     """The spec each of n_layers blocks runs with: `spec` itself, but under a layer_pattern,
     where local blocks keep sliding_window (and take rope_local_theta, unscaled, when set) and
-    global ones see every earlier key, and for nope_layers, which rotate nothing. Unvalidated
+    global ones see every earlier key, and for nope_layers, which rotate nothing (and scale
+    their queries by nope_temperature_scale, the only blocks that do). Unvalidated
     copies (model_copy), one per kind of block. A view holds no per-layer field, so it runs as
     a one-block stack too."""
     views = _pattern_views(spec, n_layers) if spec.layer_pattern else [spec] * n_layers
     if not spec.nope_layers:
         return views
     kinds = {id(v): v for v in views}.values()
-    rotated = {id(v): v.model_copy(update={"nope_layers": None}) for v in kinds}
-    unrotated = {id(v): v.model_copy(update={"positions": "none", "nope_layers": None})
-                 for v in kinds}
+    # the temperature scales NoPE layers' queries only; Llama 4's l2 q/k norm sits on the
+    # rotated layers only
+    rotated = {id(v): v.model_copy(update={"nope_layers": None, "nope_temperature_scale": None})
+               for v in kinds}
+    unrotated = {id(v): v.model_copy(update={
+        "positions": "none", "nope_layers": None,
+        "qk_norm": "none" if v.qk_norm == "l2" else v.qk_norm}) for v in kinds}
     nope = set(spec.nope_layers)
     return [(unrotated if i in nope else rotated)[id(v)] for i, v in enumerate(views)]
 

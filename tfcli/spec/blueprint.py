@@ -177,8 +177,9 @@ def _position_projections(spec: Spec, name: str, path: str, repeat: int,
 
 def _qk_norms(spec: Spec, name: str, path: str, repeat: int, draw: DrawKey) -> list[Component]:
     """Self-attention q/k norms: per_head, one (d_head,) weight each shared by every head;
-    full, over the whole projection ((n_heads * d_head,) and (n_kv_heads * d_head,))."""
-    if spec.qk_norm == "none":
+    full, over the whole projection ((n_heads * d_head,) and (n_kv_heads * d_head,)); l2
+    has no weights."""
+    if spec.qk_norm in ("none", "l2"):
         return []
     return [c for x, width in zip("qk", spec.qk_norm_widths)
             for c in _norm(spec, f"{name}.{x}_norm", f"{path}.{x}_norm", (*draw, 6), ATTENTION,

@@ -27,7 +27,7 @@ NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "layernorm_nobi
 Placement = Literal["pre", "post", "sublayer_post", "sandwich"]
 ParallelResidual = Literal["off", "one_norm", "two_norms"]
 Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
-QKNorm = Literal["none", "per_head", "full"]
+QKNorm = Literal["none", "per_head", "full", "l2"]
 LayerKind = Literal["global", "local"]
 RopePairing = Literal["half", "interleaved"]
 RouterScoring = Literal["softmax", "sigmoid", "sparsemixer"]
@@ -137,8 +137,23 @@ class Spec(BaseModel):
         "none", description="Norm on queries and keys after their projections, before RoPE: "
         "per_head = the spec's norm over each head's d_head, one (d_head,) weight shared by "
         "the heads (Qwen3, Gemma 3); full = over the whole q and k projections, (n_heads * "
-        "d_head,) and (n_kv_heads * d_head,) weights (OLMo 2); none = off. Self-attention only.",
+        "d_head,) and (n_kv_heads * d_head,) weights (OLMo 2); l2 = each head's q and k "
+        "divided by their root mean square (+ norm_eps), no weights, on the layers that rotate "
+        "only (Llama 4's L2 norm: a nope_layers layer's q and k stay as projected); none = off. "
+        "Self-attention only.",
     )
+    chunked_attention: bool = Field(
+        False, description="The local layers attend within chunks of sliding_window tokens "
+        "instead of a sliding window: a query at position p sees the keys at positions "
+        "w * floor(p / w) .. p, w = sliding_window (Llama 4 attention_chunk_size). The KV cache "
+        "of a local layer and trace's conventions bound it as the window. Decoder only.")
+    nope_temperature_scale: float | None = Field(
+        None, gt=0, description="Attention temperature tuning of the nope_layers (Llama 4 "
+        "attn_scale): their queries at position p are multiplied by 1 + scale * ln(1 + "
+        "floor((p + 1) / nope_temperature_floor)). Needs nope_layers; default off.")
+    nope_temperature_floor: int = Field(
+        8192, gt=0, description="The position step of nope_temperature_scale (Llama 4 "
+        "floor_scale).")
     sliding_window: int | None = Field(
         None, gt=0, description="Sliding-window attention (Mistral): each query sees itself and "
         "the sliding_window - 1 tokens before it; default: every earlier token. Family encoder: "
@@ -312,6 +327,9 @@ class Spec(BaseModel):
         "the experts; the weights stay the unbiased scores (DeepSeek-V3 e_score_correction_bias, "
         "a buffer in transformers: shown, not counted as a parameter). Needs router_scoring: "
         "sigmoid.")
+    router_scales_input: bool = Field(
+        False, description="Each routed weight multiplies its expert's input, not its output "
+        "(Llama 4: expert(w x) where others compute w expert(x)). Needs n_experts.")
     router_logits_bias: bool = Field(
         False, description="A bias (n_experts,) of the router's linear layer, added to its "
         "logits before the top-k (gpt-oss router.bias): a parameter. Needs n_experts and "
@@ -414,7 +432,7 @@ class Spec(BaseModel):
             check_rope_width(self.rope_scaling, self.rotary_width)
         if self.final_norm and self.norm == "none":
             raise SpecConsistencyError("final_norm", "is true but norm is 'none'")
-        if self.qk_norm != "none" and self.norm == "none":
+        if self.qk_norm not in ("none", "l2") and self.norm == "none":
             raise SpecConsistencyError("qk_norm", f"is {self.qk_norm!r} but norm is 'none'")
         return self
 
@@ -721,6 +739,7 @@ def _check_gemma(spec: Spec) -> None:
         raise SpecConsistencyError("final_logit_softcap", "needs lm_head: true")
     _check_multipliers(spec)
     _check_gpt_oss(spec)
+    _check_llama4(spec)
     if spec.norm_unit_offset and spec.norm not in ("layernorm", "rmsnorm"):
         raise SpecConsistencyError("norm_unit_offset", f"needs a norm with a weight "
                                    f"(layernorm or rmsnorm), got {spec.norm!r}")
@@ -735,6 +754,18 @@ def _check_gpt_oss(spec: Spec) -> None:
     if spec.attention_sinks and (spec.family != "decoder" or spec.latent_attention):
         raise SpecConsistencyError("attention_sinks", "needs family decoder and multi-head "
                                    "attention (not latent attention)")
+
+
+def _check_llama4(spec: Spec) -> None:
+    """Chunked local layers and the NoPE layers' temperature where they mean something."""
+    if spec.chunked_attention and (spec.family != "decoder" or spec.local_layers == 0):
+        raise SpecConsistencyError("chunked_attention", "needs family decoder and local layers "
+                                   "(a sliding_window, the chunk size)")
+    if spec.nope_temperature_scale is not None and not spec.nope_layers:
+        raise SpecConsistencyError("nope_temperature_scale", "needs nope_layers (the layers "
+                                   "whose queries it scales)")
+    if spec.nope_temperature_floor != 8192 and spec.nope_temperature_scale is None:
+        raise SpecConsistencyError("nope_temperature_floor", "needs nope_temperature_scale")
 
 
 def _check_multipliers(spec: Spec) -> None:
@@ -789,7 +820,7 @@ NORM_EPS_RANGE = (FLOAT32_TINY, 1.0)
 # value float32 cannot hold would be 0 or inf before any activation is scaled by it.
 MULTIPLIER_RANGE = (FLOAT32_TINY, FLOAT32_MAX)
 _MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "logits_scaling",
-                "swiglu_limit", "swiglu_alpha")
+                "swiglu_limit", "swiglu_alpha", "nope_temperature_scale")
 
 
 _SCALE_RANGES = (  # (field, (low, high), format of low, why)

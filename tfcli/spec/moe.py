@@ -31,6 +31,7 @@ def check_moe_layout(spec: Spec) -> None:
                "dense_layers": spec.dense_layers is not None, "norm_topk_prob": not spec.norm_topk_prob,
                "router_scoring": spec.router_scoring != "softmax", "router_bias": spec.router_bias,
                "router_logits_bias": spec.router_logits_bias,
+               "router_scales_input": spec.router_scales_input,
                "expert_groups": spec.expert_groups != 1, "topk_groups": spec.topk_groups is not None,
                "group_score": spec.group_score != "max",
                "routed_scaling_factor": spec.routed_scaling_factor != 1.0}

@@ -110,6 +110,13 @@ def check_modelled(spec: Spec) -> None:
         raise BadInputError(f"{spec.name}: activation memory of gpt-oss's transformers modules "
                             "(attention sinks, clamped-SwiGLU experts) is not modelled yet; "
                             "`tfcli params` gives its weights and KV cache")
+    if spec.router_scales_input or spec.chunked_attention:
+        # Llama4TextMoe runs every token through every expert (its input repeated n_experts
+        # times, the weights of the unchosen ones zero), a live set n_experts times the
+        # Mixtral-style layer's: not modelled until measured
+        raise BadInputError(f"{spec.name}: activation memory of Llama 4's transformers modules "
+                            "(every expert run on every token, chunked attention) is not "
+                            "modelled yet; `tfcli params` gives its weights and KV cache")
     if (spec.family == "decoder" and spec.norm == "layernorm_nobias"
             and spec.rope_pairing == "interleaved"):
         # CohereForCausalLM / Cohere2ForCausalLM measured (tests/parity, 2 x 64 tokens): 10-35%

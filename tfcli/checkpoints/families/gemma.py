@@ -10,6 +10,8 @@ ones only. Formulas and defaults as transformers 5 (Gemma*Config, modeling_gemma
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from tfcli.checkpoints.families.common import ACTIVATION_NAMES, unsupported
 from tfcli.checkpoints.families.rope import rope_scaling, rope_theta
 from tfcli.checkpoints.fields import Config, ConfigFields, shown
@@ -83,7 +85,7 @@ def read_gemma(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     return _body(c, arch, "hidden_act") | _rope(c), []
 
 
-def _shortest_period(kinds: list[str]) -> list[str]:
+def shortest_period(kinds: list[str]) -> list[str]:
     """The shortest list whose repetition gives `kinds` (a config's full layer_types list):
     length n - border, the border from the KMP failure function (linear in the layers)."""
     border = [0] * len(kinds)
@@ -95,22 +97,24 @@ def _shortest_period(kinds: list[str]) -> list[str]:
     return kinds[: len(kinds) - border[-1]] if kinds else kinds
 
 
-def _layer_pattern(c: ConfigFields, default: list[str]) -> list[str]:
-    """The layers' attention kinds: `layer_types` when given, else the family's default."""
+def layer_pattern(c: ConfigFields, default: list[str],
+                  kinds: Mapping[str, str] = _LAYER_KINDS) -> list[str]:
+    """The layers' attention kinds: `layer_types` when given (each name's kind in `kinds`),
+    else the family's default."""
     types = c.names("layer_types")
     for name in types:
-        if name not in _LAYER_KINDS:
+        if name not in kinds:
             raise unsupported(c, f"layer_types {shown(name)} is not supported (supported: "
-                                 f"{', '.join(_LAYER_KINDS)})")
+                                 f"{', '.join(kinds)})")
     if types and len(types) != c.integer("num_hidden_layers"):
         raise c.error("layer_types", f"has {len(types)} entries for "
                                      f"{c.integer('num_hidden_layers')} layers")
-    return _shortest_period([_LAYER_KINDS[t] for t in types]) if types else default
+    return shortest_period([kinds[t] for t in types]) if types else default
 
 
 def attention_pattern(c: ConfigFields, default: list[str]) -> Config:
     """layer_pattern and sliding_window; all-global layers need neither."""
-    pattern = _layer_pattern(c, default)
+    pattern = layer_pattern(c, default)
     if "local" not in pattern:
         return {}
     window = c.optional_integer("sliding_window")

@@ -1,13 +1,14 @@
 """The text part of vision-language wrappers: Gemma 3 (`gemma3`, Gemma3ForConditionalGeneration),
-Mistral Small 3.1 / 3.2 (`mistral3`) and LLaVA (`llava`). Their config.json nests the language
-model in `text_config`; tfcli counts and runs that model - exactly as transformers builds
-`model.language_model` plus `lm_head`, tied as the wrapper's top-level `tie_word_embeddings`
-says - and says everywhere (the spec's description, `params`' notes and JSON, the checkpoint
+Mistral Small 3.1 / 3.2 (`mistral3`), LLaVA (`llava`) and Llama 4 (`llama4`). Their config.json
+nests the language model in `text_config`; tfcli counts and runs that model - exactly as
+transformers builds `model.language_model` plus `lm_head`, tied as the wrapper's top-level
+`tie_word_embeddings` says - and says everywhere (the spec's description, `params`' notes and JSON, the checkpoint
 verdict) that the vision tower and the multi-modal projector are not counted.
 
 Their checkpoints store the language model under `model.language_model.` (transformers 5) or
-`language_model.model.` (older saves), its head as `lm_head.` or `language_model.lm_head.`;
-the vision tower and projector tensors are set aside by name."""
+`language_model.model.` (older saves, and Llama 4, whose wrapper holds a whole
+Llama4ForCausalLM), its head as `lm_head.` or `language_model.lm_head.`;
+the vision tower (Llama 4: vision_model) and projector tensors are set aside by name."""
 
 from __future__ import annotations
 
@@ -31,14 +32,16 @@ WRAPPERS: dict[str, Wrapper] = {
     "gemma3": Wrapper("gemma3_text", "Gemma3ForCausalLM", f"{TOWERS} (SigLIP)", True),
     "mistral3": Wrapper("mistral", "MistralForCausalLM", f"{TOWERS} (Pixtral)", True),
     "llava": Wrapper("llama", "LlamaForCausalLM", TOWERS, False),
+    "llama4": Wrapper("llama4_text", "Llama4ForCausalLM", TOWERS, False),
 }
 CLASSES: dict[str, dict[str, Architecture]] = {
     "gemma3": {"Gemma3ForConditionalGeneration": LM},
     "mistral3": {"Mistral3ForConditionalGeneration": LM},
     "llava": {"LlavaForConditionalGeneration": LM},
+    "llama4": {"Llama4ForConditionalGeneration": LM},
 }
 # the tensors of what is not counted, by name (re.search)
-UNCOUNTED = r"^(model\.)?(vision_tower|multi_modal_projector)\."
+UNCOUNTED = r"^(model\.)?(vision_tower|vision_model|multi_modal_projector)\."
 
 
 def text_config(config: Config, kind: str) -> Config:
