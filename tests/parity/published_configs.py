@@ -276,6 +276,26 @@ LLAMA_4_MAVERICK = LLAMA_4_SCOUT | {  # meta-llama/Llama-4-Maverick-17B-128E's t
     "num_local_experts": 128, "use_qk_norm": False, "max_position_embeddings": 1048576,
     "rope_scaling": None,
 }
+QWEN2_5_VL_7B = {  # Qwen/Qwen2.5-VL-7B-Instruct config.json, flat (its vision_config shortened
+    # to the keys that differ from Qwen2_5_VLVisionConfig's defaults)
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+    "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645,
+    "vision_start_token_id": 151652, "vision_end_token_id": 151653,
+    "vision_token_id": 151654, "image_token_id": 151655, "video_token_id": 151656,
+    "hidden_act": "silu", "hidden_size": 3584, "initializer_range": 0.02,
+    "intermediate_size": 18944, "max_position_embeddings": 128000, "max_window_layers": 28,
+    "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+    "tie_word_embeddings": False, "use_cache": True, "use_sliding_window": False,
+    "vision_config": {"depth": 32, "hidden_act": "silu", "hidden_size": 1280,
+                      "intermediate_size": 3420, "num_heads": 16, "in_chans": 3,
+                      "out_hidden_size": 3584, "patch_size": 14, "spatial_merge_size": 2,
+                      "spatial_patch_size": 14, "window_size": 112,
+                      "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2,
+                      "temporal_patch_size": 2},
+    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+    "vocab_size": 152064,
+}
 OLMOE_1B_7B = {  # allenai/OLMoE-1B-7B-0924 config.json
     "architectures": ["OlmoeForCausalLM"], "model_type": "olmoe", "attention_bias": False,
     "attention_dropout": 0.0, "clip_qkv": None, "eos_token_id": 50279, "hidden_act": "silu",

@@ -1,4 +1,5 @@
-"""The language model of vision-language wrappers (Gemma 3, Mistral Small 3.x, LLaVA, Llama 4) against
+"""The language model of vision-language wrappers (Gemma 3, Mistral Small 3.x, LLaVA, Llama 4,
+Qwen2.5-VL) against
 transformers: tfcli counts exactly the wrapper's `model.language_model` plus `lm_head` (tied
 once), says in the description, params' notes, JSON and checkpoint verdict that the vision
 tower and projector are not counted, and runs the language model to transformers' logits on
@@ -69,8 +70,24 @@ def _llama4() -> object:
         eoi_token_index=298))
 
 
+def _qwen2_5_vl() -> object:
+    """M-RoPE over sections (2, 3, 3) of the 8 frequencies: on text, the three position ids are
+    the same, so it is the 1-D RoPE tfcli runs; q/k/v biases."""
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+    text = {k: v for k, v in TEXT.items() if k != "head_dim"} | {
+        "model_type": "qwen2_5_vl_text", "bos_token_id": 1, "eos_token_id": 2,
+        "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0,
+                            "mrope_section": [2, 3, 3]}}
+    vision = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+              "out_hidden_size": 64, "fullatt_block_indexes": [0]}
+    return Qwen2_5_VLForConditionalGeneration(Qwen2_5_VLConfig(
+        text_config=text, vision_config=vision, image_token_id=299, video_token_id=298,
+        vision_start_token_id=297, vision_end_token_id=296))
+
+
 BUILDERS: dict[str, Callable[[], object]] = {"gemma3": _gemma3, "mistral3": _mistral3,
-                                            "llava": _llava, "llama4": _llama4}
+                                            "llava": _llava, "llama4": _llama4,
+                                            "qwen2_5_vl": _qwen2_5_vl}
 
 
 @pytest.fixture(scope="module", params=list(BUILDERS))
@@ -128,11 +145,22 @@ def test_the_language_model_runs_to_transformers_logits(saved: tuple[object, Pat
     np.testing.assert_allclose(got[real], want[real], **F32)
 
 
-def test_qwen2_5_vl_is_refused_by_model_type(tmp_path: Path, invoke) -> None:  # noqa: ANN001
-    for kind in ("qwen2_5_vl",):
-        (tmp_path / "config.json").write_text(json.dumps({"model_type": kind}))
-        result = invoke("params", str(tmp_path))
-        assert result.exit_code == 2 and f"model_type '{kind}' is not supported" in result.stderr
+def test_qwen2_5_vl_flat_published_config_counts_the_language_model() -> None:
+    """Qwen2.5-VL-7B-Instruct's config.json keeps the language model's keys at its top level
+    (rope_scaling type mrope): transformers' language model and head, built from it on the meta
+    device, equal tfcli's count."""
+    import torch
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    from tests.parity.published_configs import QWEN2_5_VL_7B
+    from tfcli.checkpoints.configs import spec_from_config
+    from tfcli.spec.counts import total_parameters
+    given = {k: v for k, v in QWEN2_5_VL_7B.items() if k not in ("architectures", "model_type")}
+    with torch.device("meta"):
+        model = Qwen2_5_VLForConditionalGeneration(Qwen2_5_VLConfig(**given))
+    spec = spec_from_config(QWEN2_5_VL_7B, "config.json")
+    assert total_parameters(spec) == _language_model_parameters(model) == 7_615_616_512
+    assert "its language model and head only" in spec.description
 
 
 @pytest.mark.parametrize(("config_class", "model_class"), [
@@ -140,6 +168,7 @@ def test_qwen2_5_vl_is_refused_by_model_type(tmp_path: Path, invoke) -> None:  #
     ("Mistral3Config", "Mistral3ForConditionalGeneration"),  # Mistral Small 3.1 24B's
     ("LlavaConfig", "LlavaForConditionalGeneration"),  # LLaVA 1.5 7B's (Llama 2 7B)
     ("Llama4Config", "Llama4ForConditionalGeneration"),  # Llama 4 Scout's
+    ("Qwen2_5_VLConfig", "Qwen2_5_VLForConditionalGeneration"),  # a 72B-shaped text model
 ])
 def test_full_size_default_configs_count_the_language_model(config_class: str,
                                                             model_class: str) -> None:

@@ -148,8 +148,11 @@ def _language_model(config: Config, source: str, file: str, kind: str) -> Spec:
     spec = spec_from_config(multimodal.text_config(config, kind), source,
                             file=f"{file} text_config")
     notes = spec.description.split("imported from config.json", 1)[1]
-    description = (f"{name or next(iter(classes))} imported from config.json: its language model "
-                   f"({wrapper.lm_class}) only, {wrapper.uncounted} not counted{notes}")
+    outer = name or next(iter(classes))
+    # Qwen2.5-VL has no causal-LM class of its own: its model.language_model and lm_head
+    counted = ("and head" if wrapper.lm_class == outer else f"({wrapper.lm_class})")
+    description = (f"{outer} imported from config.json: its language model {counted} only, "
+                   f"{wrapper.uncounted} not counted{notes}")
     return spec.replace(name=_spec_name(c.optional_text("_name_or_path"), source, kind),
                         description=description)
 

@@ -30,7 +30,7 @@ from tfcli.checkpoints.families import cohere
 from tfcli.checkpoints.families import glm
 from tfcli.checkpoints.families import ernie, exaone4, seed_oss
 from tfcli.checkpoints.families import multimodal, phimoe
-from tfcli.checkpoints.families import llama4
+from tfcli.checkpoints.families import llama4, qwen_vl
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
@@ -99,6 +99,7 @@ FAMILIES: dict[str, Family] = {
     "granitemoe": Family(granite.MOE_DEFAULTS, granite.read_moe, granite.MOE_TABLE,
                          granite.MOE_CLASSES),
     "llama4_text": Family(llama4.DEFAULTS, llama4.read, llama4.TABLE, llama4.CLASSES),
+    "qwen2_5_vl_text": Family(qwen_vl.DEFAULTS, qwen_vl.read, llama.TABLE, qwen_vl.CLASSES),
 }
 # every family's table with the classifier of the classification heads (names.with_classifier)
 TABLES: dict[str, Table] = {kind: with_classifier(family.table) for kind, family in FAMILIES.items()}

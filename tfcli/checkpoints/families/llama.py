@@ -75,6 +75,9 @@ def read_llama(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     return fields, []
 
 
+_QWEN2_BODIES = ("qwen2", "qwen2_5_vl_text")  # Qwen2.5-VL's language model: qwen_vl.py
+
+
 def read_qwen(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     """Qwen2 / 2.5: biases on q, k, v and none on o (not a config key); Qwen3: per-head q/k
     RMSNorm, `attention_bias` on all four projections. Both: sliding windows behind
@@ -83,7 +86,7 @@ def read_qwen(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
     fields.pop("sliding_window", None)  # read_llama's Mistral rule; Qwen's is _qwen_windows
     fields |= _qwen_windows(c, fields["n_layers"])
     fields["ffn_bias"] = False  # no MLP bias in either (an `mlp_bias` key means nothing to them)
-    if c.values["model_type"] == "qwen2":
+    if c.values["model_type"] in _QWEN2_BODIES:
         fields |= {"attention_bias": True, "attention_out_bias": False}
     else:
         fields["qk_norm"] = "per_head"

@@ -1,14 +1,17 @@
 """The text part of vision-language wrappers: Gemma 3 (`gemma3`, Gemma3ForConditionalGeneration),
-Mistral Small 3.1 / 3.2 (`mistral3`), LLaVA (`llava`) and Llama 4 (`llama4`). Their config.json
-nests the language model in `text_config`; tfcli counts and runs that model - exactly as
-transformers builds `model.language_model` plus `lm_head`, tied as the wrapper's top-level
-`tie_word_embeddings` says - and says everywhere (the spec's description, `params`' notes and JSON, the checkpoint
-verdict) that the vision tower and the multi-modal projector are not counted.
+Mistral Small 3.1 / 3.2 (`mistral3`), LLaVA (`llava`), Llama 4 (`llama4`) and Qwen2.5-VL
+(`qwen2_5_vl`). Their config.json nests the language model in `text_config` (Qwen2.5-VL's
+published files keep its keys at the top level); tfcli counts and runs that model - exactly
+as transformers builds `model.language_model` plus `lm_head`, tied as the wrapper's top-level
+`tie_word_embeddings` says - and says everywhere (the spec's description, `params`' notes and
+JSON, the checkpoint verdict) that the vision tower and the multi-modal projector are not
+counted.
 
 Their checkpoints store the language model under `model.language_model.` (transformers 5) or
 `language_model.model.` (older saves, and Llama 4, whose wrapper holds a whole
-Llama4ForCausalLM), its head as `lm_head.` or `language_model.lm_head.`;
-the vision tower (Llama 4: vision_model) and projector tensors are set aside by name."""
+Llama4ForCausalLM) or `model.` (older Qwen2.5-VL saves), its head as `lm_head.` or
+`language_model.lm_head.`; the vision tower (Llama 4: vision_model, Qwen2.5-VL: visual) and
+projector tensors are set aside by name."""
 
 from __future__ import annotations
 
@@ -25,6 +28,9 @@ class Wrapper:
     lm_class: str  # the causal-LM class its language model and head are counted as
     uncounted: str  # what is not counted, in words
     tie: bool  # the wrapper config class's tie_word_embeddings default
+    # a config.json without text_config keeps the language model's keys at its top level
+    # (Qwen2.5-VL's published files), not the text config class's defaults
+    flat: bool = False
 
 
 TOWERS = "the vision tower and the multi-modal projector"
@@ -33,15 +39,22 @@ WRAPPERS: dict[str, Wrapper] = {
     "mistral3": Wrapper("mistral", "MistralForCausalLM", f"{TOWERS} (Pixtral)", True),
     "llava": Wrapper("llama", "LlamaForCausalLM", TOWERS, False),
     "llama4": Wrapper("llama4_text", "Llama4ForCausalLM", TOWERS, False),
+    "qwen2_5_vl": Wrapper("qwen2_5_vl_text", "Qwen2_5_VLForConditionalGeneration",
+                          f"{TOWERS} (visual, its patch merger the projector)", False,
+                          flat=True),
 }
 CLASSES: dict[str, dict[str, Architecture]] = {
     "gemma3": {"Gemma3ForConditionalGeneration": LM},
     "mistral3": {"Mistral3ForConditionalGeneration": LM},
     "llava": {"LlavaForConditionalGeneration": LM},
     "llama4": {"Llama4ForConditionalGeneration": LM},
+    "qwen2_5_vl": {"Qwen2_5_VLForConditionalGeneration": LM},
 }
 # the tensors of what is not counted, by name (re.search)
-UNCOUNTED = r"^(model\.)?(vision_tower|vision_model|multi_modal_projector)\."
+UNCOUNTED = r"^(model\.)?(vision_tower|vision_model|visual|multi_modal_projector)\."
+
+
+_WRAPPER_KEYS = frozenset({"model_type", "architectures", "vision_config", "text_config"})
 
 
 def text_config(config: Config, kind: str) -> Config:
@@ -49,7 +62,12 @@ def text_config(config: Config, kind: str) -> Config:
     tied as the wrapper is (transformers ties the wrapper's lm_head by its own top-level key)."""
     wrapper = WRAPPERS[kind]
     nested = config.get("text_config")
-    text = dict(nested) if isinstance(nested, dict) else {}
+    if isinstance(nested, dict):
+        text = dict(nested)
+    elif wrapper.flat:
+        text = {k: v for k, v in config.items() if k not in _WRAPPER_KEYS}
+    else:
+        text = {}
     tie = config.get("tie_word_embeddings", wrapper.tie)
     return text | {"model_type": text.get("model_type") or wrapper.text_type,
                    "architectures": [wrapper.lm_class], "tie_word_embeddings": tie}
