@@ -80,7 +80,7 @@ def test_gpt2_tensors_land_in_the_right_places(gpt2_dir: Path, tensors: dict) ->
     np.testing.assert_array_equal(block.ffn.w_down, tensors["transformer.h.0.mlp.c_proj.weight"])
     np.testing.assert_array_equal(w.decoder.final_norm.bias, tensors["transformer.ln_f.bias"])
     assert w.lm_head is None and spec.tie_embeddings  # tied: the embedding is the head
-    assert count_parameters(w) == total_parameters(spec)
+    assert count_parameters(w, spec) == total_parameters(spec)
 
 
 def test_loaded_weights_are_laid_out_for_decoding(gpt2_dir: Path) -> None:

@@ -60,7 +60,7 @@ def test_factorised_masked_lm_runs_and_traces(name: str,
                                               config: transformers.PretrainedConfig) -> None:
     spec = _spec(name, config)
     weights = init_weights(spec)
-    assert count_parameters(weights) == total_parameters(spec)
+    assert count_parameters(weights, spec) == total_parameters(spec)
     out = forward(spec, weights, np.array([[1, 2, 3, 4]]))
     assert out.logits is not None and out.logits.shape == (1, 4, 50)
     report = build_trace(spec, batch=1, seq_len=4)

@@ -101,6 +101,13 @@ def tiny_configs() -> dict[str, transformers.PretrainedConfig]:
                                                      head_dim=8, num_hidden_layers=4,
                                                      vocab_size=50, num_local_experts=3,
                                                      attention_chunk_size=4, pad_token_id=0),
+        "ernie4_5_moe": transformers.Ernie4_5_MoeConfig(
+            hidden_size=16, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+            num_hidden_layers=3, vocab_size=50, moe_intermediate_size=8, moe_num_experts=3,
+            moe_k=2, moe_num_shared_experts=1),
+        "hunyuan_v1_dense": transformers.HunYuanDenseV1Config(
+            hidden_size=16, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
+            head_dim=8, num_hidden_layers=2, vocab_size=50),
         "qwen2_5_vl_text": transformers.Qwen2_5_VLTextConfig(
             hidden_size=16, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,
             num_hidden_layers=2, vocab_size=50, bos_token_id=0, eos_token_id=1),
@@ -379,7 +386,7 @@ def test_a_classifier_checkpoint_loads_its_head(tmp_path: Path) -> None:
     path = write_model(tmp_path / "cls", config, tensors)
     spec = spec_from_config_dir(path)
     weights = load_weights(path, spec)
-    assert weights.lm_head is None and count_parameters(weights) == total_parameters(spec)
+    assert weights.lm_head is None and count_parameters(weights, spec) == total_parameters(spec)
     np.testing.assert_array_equal(weights.classifier, tensors["score.weight"].T)
 
 

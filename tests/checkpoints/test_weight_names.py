@@ -44,6 +44,7 @@ FAMILY_TABLES = {"gpt2": "gpt2", "gpt2-medium": "gpt2", "bert-base": "bert", "ll
                  "gemma-2b": "gemma", "gemma-2-9b": "gemma2", "gemma-3-1b": "gemma3_text",
                  "qwen2.5-7b": "qwen2", "qwen3-8b": "qwen3", "olmo-2-7b": "olmo2", "granite-3.3-8b": "granite", "granite-3.1-3b-a800m": "granitemoe",
                  "gpt-oss-20b": "gpt_oss", "olmoe-1b-7b": "olmoe", "llama-4-scout": "llama4_text",
+                 "ernie-4.5-21b-a3b": "ernie4_5_moe",
                  "starcoder2-3b": "starcoder2", "command-r7b": "cohere2",
                  "glm-4-9b": "glm", "glm-4.5-air": "glm4_moe",
                  "qwen1.5-moe-a2.7b": "qwen2_moe", "qwen3-30b-a3b": "qwen3_moe",

@@ -140,7 +140,7 @@ SEQUENTIAL = ("sublayer_post", "sandwich", "sandwich_moe_layernorm")
 @pytest.mark.parametrize("name", WIRINGS)
 def test_counts_allocations_and_trace_rows_agree(name: str) -> None:
     spec = _spec(**WIRINGS[name])
-    assert count_parameters(init_weights(spec)) == total_parameters(spec)
+    assert count_parameters(init_weights(spec), spec) == total_parameters(spec)
     report = build_trace(spec, batch=2, seq_len=5)
     assert report.total_params == total_parameters(spec)
     adds = spec.n_layers * (2 if name in SEQUENTIAL else 1)  # parallel: one per block

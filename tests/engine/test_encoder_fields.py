@@ -68,11 +68,11 @@ def test_a_shared_block_runs_as_separate_copies_of_it_would() -> None:
     w = init_weights(spec, seed=4)
     blocks = w.encoder.blocks
     assert len(blocks) == 3 and all(b is blocks[0] for b in blocks)
-    assert count_parameters(w) == total_parameters(spec)  # one block's arrays, held once
+    assert count_parameters(w, spec) == total_parameters(spec)  # one block's arrays, held once
     separate_spec = spec.replace(shared_layers=False)
     separate = copy.deepcopy(w)
     separate.encoder.blocks = [copy.deepcopy(blocks[0]) for _ in range(3)]
-    assert count_parameters(separate) == total_parameters(separate_spec)
+    assert count_parameters(separate, separate_spec) == total_parameters(separate_spec)
     inputs = ModelInput(TOKENS, attention_mask=MASK, token_types=TYPES)
     got, want = forward(spec, w, inputs), forward(separate_spec, separate, inputs)
     assert_close(got.hidden, want.hidden, ops=8)

@@ -70,7 +70,7 @@ def test_a_sequence_score_is_the_score_of_its_last_real_token() -> None:
 def test_every_head_allocates_what_params_counts_and_runs(fields: dict) -> None:
     spec = Spec.model_validate(BASE | fields)
     weights = init_weights(spec)
-    assert count_parameters(weights) == total_parameters(spec)
+    assert count_parameters(weights, spec) == total_parameters(spec)
     out = forward(spec, weights, np.array([[1, 2, 3, 4], [5, 6, 7, 8]]))
     if spec.head == "masked_lm":
         assert out.logits is not None and out.logits.shape == (2, 4, 40) and out.scores is None
@@ -108,7 +108,7 @@ def test_classifier_dense_runs_before_the_classifier_on_every_token() -> None:
                                        "head_activation": "relu"})
     weights = init_weights(spec, seed=3)
     weights.head_dense_bias = weights.head_dense_bias + 0.05
-    assert count_parameters(weights) == total_parameters(spec)
+    assert count_parameters(weights, spec) == total_parameters(spec)
     out = forward(spec, weights, np.array([[1, 2, 3, 4]]))
     dense = np.maximum(out.hidden @ weights.head_dense + weights.head_dense_bias, 0)  # (1, T, d)
     np.testing.assert_allclose(out.scores, dense @ weights.classifier + weights.classifier_bias,

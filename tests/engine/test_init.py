@@ -49,7 +49,7 @@ def test_skeleton_is_init_weights_without_memory(variant: str) -> None:
     shell = skeleton(spec, np.float64)
     assert [(path, a.shape, a.dtype) for path, a in named_arrays(shell)] == drawn
     assert all(a.strides == (0,) * a.ndim for a in iter_arrays(shell))
-    assert count_parameters(shell) == total_parameters(spec)
+    assert count_parameters(shell, spec) == total_parameters(spec)
 
 
 def test_a_seed_means_the_same_weights_and_another_seed_others() -> None:

@@ -83,7 +83,7 @@ def test_counts_allocations_and_trace_rows_agree(kind: str) -> None:
     q_width, k_width = spec.qk_norm_widths
     assert total_parameters(spec) - total_parameters(spec.replace(qk_norm="none")) == \
         2 * (q_width + k_width)
-    assert count_parameters(init_weights(spec)) == total_parameters(spec)
+    assert count_parameters(init_weights(spec), spec) == total_parameters(spec)
     report = build_trace(spec, batch=2, seq_len=5)
     assert [r.op for r in report.rows].count("q_norm") == 2
     assert execute_check(spec, report).ok

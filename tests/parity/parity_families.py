@@ -538,6 +538,61 @@ def llama4_listed() -> PreTrainedModel:
         "use_qk_norm": False, "attn_temperature_tuning": False, "tie_word_embeddings": True}))
 
 
+# --- ERNIE 4.5 MoE (ernie4_5_moe) ------------------------------------------------------------
+# Experts chosen on softmax + a correction bias (drawn at the scale of the probabilities: zero at
+# init would test nothing) and renormalised, shared experts run as one MLP, the first block
+# dense (moe_layer_start_index 1); the second row: every other block from 0 to 2 (block 1 alone
+# MoE) and no shared expert.
+
+ERNIE_MOE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "num_hidden_layers": 3, "intermediate_size": 96, "vocab_size": VOCAB,
+             "max_position_embeddings": 64, "moe_intermediate_size": 32, "moe_num_experts": 6,
+             "moe_k": 2, "moe_num_shared_experts": 2, "pad_token_id": 0, "bos_token_id": 1,
+             "eos_token_id": 2, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def _ernie_bias(model: PreTrainedModel) -> PreTrainedModel:
+    import torch
+    generator = torch.Generator().manual_seed(7)
+    model.set_experts_implementation("eager")  # grouped_mm has no float64 kernel
+    with torch.no_grad():
+        for layer in model.model.layers:
+            statics = getattr(getattr(layer.mlp, "gate", None), "moe_statics", None)
+            if statics is not None:
+                bias = statics.e_score_correction_bias
+                bias.copy_(torch.rand(bias.shape, generator=generator) * 0.3)
+    return model
+
+
+def ernie4_5_moe() -> PreTrainedModel:
+    from transformers import Ernie4_5_MoeConfig, Ernie4_5_MoeForCausalLM
+    return _ernie_bias(Ernie4_5_MoeForCausalLM(Ernie4_5_MoeConfig(**ERNIE_MOE)))
+
+
+def ernie4_5_moe_interval() -> PreTrainedModel:
+    from transformers import Ernie4_5_MoeConfig, Ernie4_5_MoeForCausalLM
+    return _ernie_bias(Ernie4_5_MoeForCausalLM(Ernie4_5_MoeConfig(**ERNIE_MOE | {
+        "num_hidden_layers": 4, "moe_layer_interval": 2, "moe_layer_start_index": 0,
+        "moe_layer_end_index": 2, "moe_num_shared_experts": 0, "tie_word_embeddings": False})))
+
+
+# --- Hunyuan dense (hunyuan_v1_dense) ----------------------------------------------------------
+# Per-head q/k RMSNorms on the rotated queries and keys, biases on q, k, v, o, and the published
+# RoPE scaling - `dynamic` with an alpha, NTK-alpha's fixed base - at alpha 1000.
+
+HUNYUAN = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+           "num_hidden_layers": 2, "intermediate_size": 96, "vocab_size": VOCAB,
+           "max_position_embeddings": 64, "attention_bias": True, "pad_token_id": 0,
+           "bos_token_id": 1, "eos_token_id": 2,
+           "rope_parameters": {"rope_type": "dynamic", "alpha": 1000.0, "factor": 1.0,
+                               "rope_theta": 10000.0}}
+
+
+def hunyuan() -> PreTrainedModel:
+    from transformers import HunYuanDenseV1Config, HunYuanDenseV1ForCausalLM
+    return HunYuanDenseV1ForCausalLM(HunYuanDenseV1Config(**HUNYUAN))
+
+
 GEMMA_PROMPTS = ([5, 17, 33, 2, 80, 41], [9, 1, 4])
 ROWS = [
     Family("deepseek-v2-greedy", deepseek_v2_greedy),
@@ -578,5 +633,8 @@ ROWS = [
     Family("qwen3-sliding", qwen3_sliding, GEMMA_PROMPTS),
     Family("llama4", llama4, GEMMA_PROMPTS, left_padded_alone=True),
     Family("llama4-listed", llama4_listed, GEMMA_PROMPTS),
+    Family("ernie4_5-moe", ernie4_5_moe),
+    Family("ernie4_5-moe-interval", ernie4_5_moe_interval),
+    Family("hunyuan", hunyuan),
 ]
 FAMILIES: dict[str, Family] = {row.name: row for row in ROWS}

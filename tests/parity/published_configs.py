@@ -382,6 +382,17 @@ ERNIE_4_5_0_3B = {  # baidu/ERNIE-4.5-0.3B-PT config.json
     "head_dim": 128, "num_hidden_layers": 18, "pad_token_id": 0, "rms_norm_eps": 1e-05,
     "rope_theta": 500000, "tie_word_embeddings": True, "use_bias": False, "vocab_size": 103424,
 }
+ERNIE_4_5_21B_A3B = {  # baidu/ERNIE-4.5-21B-A3B-PT config.json (28 layers, 20/4 heads, 64
+    # experts top-6 and 2 shared, from block 1, as its model card lists them)
+    "architectures": ["Ernie4_5_MoeForCausalLM"], "model_type": "ernie4_5_moe",
+    "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0, "hidden_act": "silu",
+    "hidden_size": 2560, "intermediate_size": 12288, "max_position_embeddings": 131072,
+    "moe_intermediate_size": 1536, "moe_k": 6, "moe_layer_end_index": 27,
+    "moe_layer_interval": 1, "moe_layer_start_index": 1, "moe_num_experts": 64,
+    "moe_num_shared_experts": 2, "num_attention_heads": 20, "num_hidden_layers": 28,
+    "num_key_value_heads": 4, "rms_norm_eps": 1e-05, "rope_theta": 500000,
+    "tie_word_embeddings": True, "use_bias": False, "vocab_size": 103424,
+}
 PHI_3_5_MOE = {  # microsoft/Phi-3.5-MoE-instruct config.json; its LongRoPE factor lists (64
     # numbers each, no parameter) abbreviated to ones here
     "architectures": ["PhiMoEForCausalLM"], "model_type": "phimoe", "attention_bias": True,

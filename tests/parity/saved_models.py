@@ -47,7 +47,7 @@ def assert_counts_match(model: PreTrainedModel, path: Path) -> None:
     spec = spec_from_config_dir(path)
     hf_total = sum(p.numel() for p in model.parameters())
     assert total_parameters(spec) == hf_total
-    assert count_parameters(load_weights(path, spec)) == hf_total
+    assert count_parameters(load_weights(path, spec), spec) == hf_total
     stored = stored_for(str(path), spec)
     assert stored is not None and stored.differences == (), stored and stored.verdict
 

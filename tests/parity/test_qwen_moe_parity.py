@@ -24,6 +24,6 @@ def test_parameter_count_and_block_kinds_match(saved: Saved) -> None:
     spec = spec_from_config_dir(path)
     hf_total = sum(p.numel() for p in model.parameters())
     weights = load_weights(path, spec)
-    assert total_parameters(spec) == count_parameters(weights) == hf_total
+    assert total_parameters(spec) == count_parameters(weights, spec) == hf_total
     hf_sparse = [hasattr(layer.mlp, "experts") for layer in model.model.layers]
     assert [isinstance(b.ffn, MoEWeights) for b in weights.decoder.blocks] == hf_sparse

@@ -250,6 +250,18 @@ FAMILIES: list[Row] = [
         reads={"attention_bias": True, "attention_out_bias": False, "d_head": 128}),
     Row("ERNIE-4.5-0.3B-PT", pub.ERNIE_4_5_0_3B, total=360_748_032,
         reads={"rope_pairing": "interleaved", "bias": False, "tie_embeddings": True}),
+    Row("ERNIE-4.5-21B-A3B-PT", pub.ERNIE_4_5_21B_A3B, total=21_825_437_888,
+        bundled="ernie-4.5-21b-a3b", source=HF,
+        reads={"router_scoring": "softmax", "router_bias": True, "router_bias_parameter": True,
+               "norm_topk_prob": True, "n_experts": 64, "experts_per_token": 6,
+               "n_shared_experts": 2, "expert_d_ff": 1536, "dense_layers": [0],
+               "rope_pairing": "interleaved"}),
+    # HunYuanDenseV1Config() leaves head_dim None, which transformers' attention cannot build
+    # (None ** ...): 128, as Hunyuan's published configs set it
+    Row("HunYuanDenseV1Config(head_dim=128)",
+        partial(hf_config_dict, "HunYuanDenseV1Config", "HunYuanDenseV1ForCausalLM",
+                head_dim=128),
+        reads={"qk_norm": "per_head", "qk_norm_after_rope": True, "ffn_bias": False}),
     Row("Exaone4Config()", partial(hf_config_dict, "Exaone4Config", "Exaone4ForCausalLM"),
         reads={"norm_placement": "sublayer_post", "qk_norm": "per_head",
                "layer_pattern": ["local", "local", "local", "global"],

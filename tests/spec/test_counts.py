@@ -48,6 +48,7 @@ REFERENCE_TOTALS = {
     "gpt-oss-20b": 20_914_757_184,  # GptOssForCausalLM: tests/parity/test_totals.py
     "gpt-oss-120b": 116_829_156_672,
     "llama-4-scout": 107_769_861_120,  # Llama4ForCausalLM: tests/parity/test_totals.py
+    "ernie-4.5-21b-a3b": 21_825_437_888,  # Ernie4_5_MoeForCausalLM: tests/parity/test_totals.py
     "qwen1.5-moe-a2.7b": 14_315_784_192,
     "qwen3-30b-a3b": 30_532_122_624,
     "deepseek-v2-lite": 15_706_484_224,

@@ -113,6 +113,8 @@ def convert(rule: Rule, array: Array, shapes: list[tuple[int, ...]],
         # equal column views: GPT-2's c_attn (d, 3d) -> wq, wk, wv (already fused, see
         # arrange_weights); Llama 4's gate_up_proj (d, 2 d_ff) -> w_gate, w_up
         return np.split(_owned(array), len(shapes), axis=-1)
+    if rule.transform == "squeeze":  # (1, *shape) -> shape
+        return [_owned(array)[0]]
     if rule.transform == "split_linear":
         # (sum w_i, in) -> (in, w_i) column views of the transpose, cut at the spec's widths;
         # arrange_weights fuses them again (Q/K/V, gate/up) in the decode layout
@@ -275,7 +277,7 @@ def checked_plan(table: Table, spec: Spec, slots: dict[str, Array], source: Tens
 def _check_complete(weights: Weights, spec: Spec, unfilled: dict[str, Array], where: Path) -> None:
     if unfilled:  # a table without a rule for some array: a tfcli bug, not the user's
         raise RuntimeError(f"no checkpoint rule fills {_listed(sorted(unfilled))}")
-    loaded, expected = count_parameters(weights), total_parameters(spec)
+    loaded, expected = count_parameters(weights, spec), total_parameters(spec)
     if loaded != expected:
         raise BadInputError(f"{where}: loaded {loaded:,} parameters but the spec counts {expected:,}")
 

@@ -19,6 +19,7 @@ each head's q, k, v together (GPT-NeoX's query_key_value, (H, 3, d_head, in));
 `split_grouped_qkv` cuts Falcon's query_key_value, grouped per key/value head: (n_kv, heads
 per group + 2, d_head, in), the group's queries, then its key and value. `deinterleave` deals
 the last axis out to the rule's arrays in turn (gpt-oss's gate_up_proj: gate 0::2, up 1::2).
+`squeeze` drops a leading axis of 1 (ERNIE 4.5's (1, E) e_score_correction_bias).
 
 A `stacked` rule reads one tensor holding every expert of a block along its first axis
 (GraniteMoE's input_linear (E, 2 d_ff, d)): its `{e}`-templated Weights paths are filled for each
@@ -36,7 +37,7 @@ from typing import Literal
 from tfcli.spec.model import Spec
 
 Transform = Literal["copy", "linear", "split", "split_linear", "split_heads3",
-                    "split_grouped_qkv", "deinterleave"]
+                    "split_grouped_qkv", "deinterleave", "squeeze"]
 
 
 def always(spec: Spec) -> bool:
@@ -74,6 +75,8 @@ def expected_shape(rule: Rule, shapes: list[tuple[int, ...]]) -> tuple[int, ...]
         return (*shapes[0][:-1], sum(s[-1] for s in shapes))
     if rule.transform in ("split_linear", "split_heads3", "split_grouped_qkv"):  # (sum, in) / bias
         return (sum(s[-1] for s in shapes), *shapes[0][:-1])
+    if rule.transform == "squeeze":
+        return (1, *shapes[0])
     return shapes[0]
 
 

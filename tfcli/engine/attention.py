@@ -53,8 +53,8 @@ def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, 
     q = split_heads(q, spec.n_heads)  # (B, T, H*dh) -> (B, H, T, dh)
     k = split_heads(k, spec.kv_heads)  # (B, T, Hkv*dh) -> (B, Hkv, T, dh)
     v = split_heads(v, spec.kv_heads)
-    if w.q_norm is not None and spec.qk_norm == "per_head":  # over each head's d_head
-        q, k = _qk_norm(spec, w, q, k)
+    if w.q_norm is not None and spec.qk_norm == "per_head" and not spec.qk_norm_after_rope:
+        q, k = _qk_norm(spec, w, q, k)  # over each head's d_head
     if spec.qk_norm == "l2":  # Llama 4: no weights (the same before or after RoPE's rotation)
         q, k = _rms(q, spec.norm_eps), _rms(k, spec.norm_eps)
     return q, k, v
@@ -251,6 +251,8 @@ def attention(spec: Spec, w: AttentionWeights, x: Array, inputs: StackInput,
         cos, sin = rope_tables(inputs.positions, spec.rotary_width, spec.rope_theta, x.dtype,
                                spec.rope_scaling, interleaved)  # (B, 1, T, rotary_dim) each
         q, k = apply_rope(q, cos, sin, interleaved), apply_rope(k, cos, sin, interleaved)
+    if spec.qk_norm_after_rope and w.q_norm is not None:  # Hunyuan: on the rotated q and k
+        q, k = _qk_norm(spec, w, q, k)
     if spec.nope_temperature_scale is not None:  # a NoPE layer's view only (layer_specs)
         q = q * _temperature(spec, inputs.positions, q.dtype)  # (B, H, T, dh)
     offset = 0

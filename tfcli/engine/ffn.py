@@ -194,7 +194,7 @@ def sparsemixer(router_logits: Array, jitter: float) -> tuple[Array, Array]:
 def _plain_routing(spec: Spec) -> bool:
     """Mixtral / Qwen routing: softmax, no groups, no bias, no scaling (route's fast path)."""
     return (spec.router_scoring == "softmax" and not spec.group_limited
-            and spec.routed_scaling_factor == 1.0)
+            and not spec.router_bias and spec.routed_scaling_factor == 1.0)
 
 
 def shared_experts(spec: Spec, w: MoEWeights, x: Array) -> Array:

@@ -15,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import Field, dataclass, fields
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tfcli.core.arrays import Array
+
+if TYPE_CHECKING:
+    from tfcli.spec.model import Spec
 
 
 @dataclass
@@ -176,10 +179,14 @@ def iter_arrays(obj: object) -> Iterator[Array]:
 BUFFERS = ("router_bias", "final_logits_bias")
 
 
-def count_parameters(weights: Weights) -> int:
+def count_parameters(weights: Weights, spec: Spec) -> int:
     """Parameters held, each shared array once, buffers left out (equals
-    tfcli.spec.counts.total_parameters)."""
-    return sum(a.size for path, a in named_arrays(weights) if path.rsplit(".", 1)[-1] not in BUFFERS)
+    tfcli.spec.counts.total_parameters of the `spec` they were built for, whose
+    router_bias_parameter makes the router bias a parameter)."""
+    buffers = BUFFERS
+    if spec.router_bias_parameter:
+        buffers = tuple(b for b in BUFFERS if b != "router_bias")
+    return sum(a.size for path, a in named_arrays(weights) if path.rsplit(".", 1)[-1] not in buffers)
 
 
 # --- the tree from a blueprint ------------------------------------------------------------------

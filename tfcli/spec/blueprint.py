@@ -215,9 +215,10 @@ def _ffn(spec: Spec, name: str, path: str, repeat: int, draw: DrawKey) -> list[C
     router = [_matrix(f"{name}.router.weight", FFN, (spec.d_model, spec.n_experts), moe,
                       f"{path}.ffn.router", (*draw, 0))]
     if spec.router_bias:  # drawn, not zero as transformers starts it: random tests then see it
+        parameter = spec.router_bias_parameter  # ERNIE 4.5's; DeepSeek-V3's is a buffer
         router.append(Component(f"{name}.router.bias", FFN, (spec.n_experts,), moe,
-                                ROUTER_BIAS_NOTE, buffer=True, path=f"{path}.ffn.router_bias",
-                                role="vector", draw=(*draw, 2)))
+                                "" if parameter else ROUTER_BIAS_NOTE, buffer=not parameter,
+                                path=f"{path}.ffn.router_bias", role="vector", draw=(*draw, 2)))
     if spec.router_logits_bias:  # the router's own linear bias (gpt-oss): a parameter
         router.append(_bias(f"{name}.router.logits_bias", FFN, spec.n_experts, moe,
                             f"{path}.ffn.router_b", (*draw, 5)))

@@ -142,6 +142,10 @@ class Spec(BaseModel):
         "only (Llama 4's L2 norm: a nope_layers layer's q and k stay as projected); none = off. "
         "Self-attention only.",
     )
+    qk_norm_after_rope: bool = Field(
+        False, description="The per_head q/k norms run on the rotated queries and keys, after "
+        "RoPE, not before it (Hunyuan's query_layernorm / key_layernorm). Needs qk_norm "
+        "per_head and positions rope.")
     chunked_attention: bool = Field(
         False, description="The local layers attend within chunks of sliding_window tokens "
         "instead of a sliding window: a query at position p sees the keys at positions "
@@ -324,9 +328,14 @@ class Spec(BaseModel):
         "router_jitter_noise 0.01).")
     router_bias: bool = Field(
         False, description="A per-expert bias (n_experts,) added to the scores only to choose "
-        "the experts; the weights stay the unbiased scores (DeepSeek-V3 e_score_correction_bias, "
-        "a buffer in transformers: shown, not counted as a parameter). Needs router_scoring: "
-        "sigmoid.")
+        "the experts; the weights stay the unbiased scores (DeepSeek-V3 e_score_correction_bias "
+        "on sigmoid scores, ERNIE 4.5's on softmax ones; a buffer in DeepSeek's transformers "
+        "modules: shown, not counted as a parameter, unless router_bias_parameter). Needs "
+        "router_scoring: softmax or sigmoid.")
+    router_bias_parameter: bool = Field(
+        False, description="router_bias is a parameter, counted (ERNIE 4.5's moe_statics."
+        "e_score_correction_bias, an nn.Parameter that takes no gradient), not a buffer. "
+        "Needs router_bias.")
     router_scales_input: bool = Field(
         False, description="Each routed weight multiplies its expert's input, not its output "
         "(Llama 4: expert(w x) where others compute w expert(x)). Needs n_experts.")
@@ -757,7 +766,11 @@ def _check_gpt_oss(spec: Spec) -> None:
 
 
 def _check_llama4(spec: Spec) -> None:
-    """Chunked local layers and the NoPE layers' temperature where they mean something."""
+    """Chunked local layers and the NoPE layers' temperature where they mean something (and
+    Hunyuan's q/k norms after RoPE)."""
+    if spec.qk_norm_after_rope and (spec.qk_norm != "per_head" or spec.positions != "rope"):
+        raise SpecConsistencyError("qk_norm_after_rope", "needs qk_norm: per_head and "
+                                   "positions: rope")
     if spec.chunked_attention and (spec.family != "decoder" or spec.local_layers == 0):
         raise SpecConsistencyError("chunked_attention", "needs family decoder and local layers "
                                    "(a sliding_window, the chunk size)")

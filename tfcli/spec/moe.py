@@ -64,9 +64,11 @@ ROUTED_SCALE_RANGE = (1e-3, 1e3)
 
 def check_routing(spec: Spec) -> None:
     """Scoring, bias and groups: a routing that can always choose experts_per_token experts."""
-    if spec.router_bias and spec.router_scoring != "sigmoid":
-        raise SpecConsistencyError("router_bias", "needs router_scoring: sigmoid (the "
-                                   "correction bias of DeepSeek-V3)")
+    if spec.router_bias_parameter and not spec.router_bias:
+        raise SpecConsistencyError("router_bias_parameter", "needs router_bias")
+    if spec.router_bias and spec.router_scoring == "sparsemixer":
+        raise SpecConsistencyError("router_bias", "needs router_scoring: softmax or sigmoid (the "
+                                   "correction bias of DeepSeek-V3 and ERNIE 4.5)")
     if spec.router_scoring == "sparsemixer" and (spec.experts_per_token != 2
                                                  or spec.norm_topk_prob or spec.group_limited):
         raise SpecConsistencyError("router_scoring", "'sparsemixer' picks exactly 2 experts, "

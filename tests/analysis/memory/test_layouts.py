@@ -31,7 +31,7 @@ BUNDLED = {
     "granite-3.1-3b-a800m": "generic", "gpt-oss-20b": "generic", "gpt-oss-120b": "generic",
     "olmoe-1b-7b": "generic", "starcoder2-3b": "generic",
     "command-r7b": "generic", "smollm3-3b": "generic", "glm-4-9b": "generic",
-    "glm-4.5-air": "generic", "llama-4-scout": "generic",
+    "glm-4.5-air": "generic", "llama-4-scout": "generic", "ernie-4.5-21b-a3b": "generic",
     "gpt2-medium": "gpt2", "gpt2": "gpt2",
     "lesson-tiny": "generic", "llama-2-70b": "generic", "llama-2-7b": "generic",
     "llama-3-8b": "generic", "llama-3.1-8b": "generic", "llama-3.2-1b": "generic",

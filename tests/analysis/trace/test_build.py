@@ -34,6 +34,7 @@ BIG |= {"command-r7b", "glm-4-9b", "starcoder2-3b", "smollm3-3b"}
 # (heads, head widths, experts, groups and the dense first blocks kept); 9 GiB for one V3 block
 DEEPSEEK = {"deepseek-v3": 4, "deepseek-v2-lite": 2}
 MOE |= {"llama-4-scout"}  # 16 experts and a shared one in each of 48 blocks
+MOE |= {"ernie-4.5-21b-a3b"}  # 64 experts, 2 shared, a dense first block
 MOE |= {"glm-4.5-air"}  # 128 experts, a dense first block: both run (2 blocks)  # blocks run: the dense ones and one MoE
 
 # B=2, T=3, d=8, H=2, Hkv=1 (GQA), dh=4, d_ff=16, V=11, biases, learned positions, tied head.

@@ -30,7 +30,7 @@ from tfcli.checkpoints.families import cohere
 from tfcli.checkpoints.families import glm
 from tfcli.checkpoints.families import ernie, exaone4, seed_oss
 from tfcli.checkpoints.families import multimodal, phimoe
-from tfcli.checkpoints.families import llama4, qwen_vl
+from tfcli.checkpoints.families import hunyuan, llama4, qwen_vl
 from tfcli.checkpoints.families.common import Reader
 from tfcli.checkpoints.fields import Config
 from tfcli.checkpoints.heads import ARCHITECTURES, Architecture
@@ -78,6 +78,8 @@ FAMILIES: dict[str, Family] = {
     "glm4_moe": Family(glm.GLM4_MOE_DEFAULTS, glm.read_moe, glm.MOE_TABLE, glm.GLM4_MOE_CLASSES),
     "seed_oss": Family(seed_oss.DEFAULTS, seed_oss.read, seed_oss.TABLE, seed_oss.CLASSES),
     "ernie4_5": Family(ernie.DEFAULTS, ernie.read, ernie.TABLE, ernie.CLASSES),
+    "ernie4_5_moe": Family(ernie.MOE_DEFAULTS, ernie.read_moe, ernie.MOE_TABLE,
+                           ernie.MOE_CLASSES),
     "exaone4": Family(exaone4.DEFAULTS, exaone4.read, exaone4.TABLE, exaone4.CLASSES),
     "phimoe": Family(phimoe.DEFAULTS, phimoe.read, phimoe.TABLE, phimoe.CLASSES),
     "starcoder2": Family(starcoder2.DEFAULTS, starcoder2.read, starcoder2.TABLE,
@@ -99,6 +101,7 @@ FAMILIES: dict[str, Family] = {
     "granitemoe": Family(granite.MOE_DEFAULTS, granite.read_moe, granite.MOE_TABLE,
                          granite.MOE_CLASSES),
     "llama4_text": Family(llama4.DEFAULTS, llama4.read, llama4.TABLE, llama4.CLASSES),
+    "hunyuan_v1_dense": Family(hunyuan.DEFAULTS, hunyuan.read, hunyuan.TABLE, hunyuan.CLASSES),
     "qwen2_5_vl_text": Family(qwen_vl.DEFAULTS, qwen_vl.read, llama.TABLE, qwen_vl.CLASSES),
 }
 # every family's table with the classifier of the classification heads (names.with_classifier)

@@ -145,5 +145,8 @@ TABLE = Table(
     # body-only spec (*ForSequenceClassification, ...)
     ignored=(r"rotary_emb\.inv_freq$", r"^(score|qa_outputs)\."),
     tied_copies=("lm_head.weight",),
+    # Hunyuan's spelling of the per-head q/k norms (hunyuan.py), which run after RoPE there
+    renames=(("self_attn.query_layernorm.weight", "self_attn.q_norm.weight"),
+             ("self_attn.key_layernorm.weight", "self_attn.k_norm.weight")),
 )
 
