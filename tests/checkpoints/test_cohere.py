@@ -39,7 +39,10 @@ def test_command_r7b_patterns(tmp_path: Path) -> None:
     assert listed.layer_pattern == ["global", "local"] and listed.nope_layers == [0, 2, 4]
 
 
-def test_per_head_qk_norms_are_refused_by_name(tmp_path: Path, invoke) -> None:  # noqa: ANN001
-    result = invoke("params", str(write_config(tmp_path, COHERE | {"use_qk_norm": True})))
-    assert result.exit_code == 2 and "Traceback" not in result.output
-    assert "use_qk_norm = True is not supported" in result.stderr, result.stderr
+def test_per_head_qk_norms_are_read(tmp_path: Path) -> None:
+    """Command R+'s use_qk_norm: a (heads, d_head) weight per norm; Cohere2 reads no such key
+    (Cohere2Attention has no q/k norm), so neither does tfcli there."""
+    spec = spec_from_config_dir(write_config(tmp_path, COHERE | {"use_qk_norm": True}))
+    assert spec.qk_norm == "each_head"
+    r7b = spec_from_config_dir(write_config(tmp_path / "2", COHERE2 | {"use_qk_norm": True}))
+    assert r7b.qk_norm == "none"

@@ -373,8 +373,8 @@ def starcoder2_plain() -> PreTrainedModel:
 
 # --- Command R / R7B (cohere, cohere2) ----------------------------------------------------------
 # One bias-free LayerNorm feeding attention and MLP in parallel, interleaved RoPE, logits times
-# logit_scale (0.25, R7B's), tied; cohere with attention biases; cohere2 three sliding layers
-# (window 4) to one global layer without RoPE.
+# logit_scale (0.25, R7B's), tied; cohere with attention biases, or with Command R+'s per-head
+# q/k LayerNorms; cohere2 three sliding layers (window 4) to one global layer without RoPE.
 
 COHERE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
           "num_hidden_layers": 4, "intermediate_size": 96, "vocab_size": VOCAB,
@@ -386,6 +386,12 @@ COHERE = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
 def cohere() -> PreTrainedModel:
     from transformers import CohereConfig, CohereForCausalLM
     return CohereForCausalLM(CohereConfig(**COHERE, attention_bias=True))
+
+
+def cohere_qk_norm() -> PreTrainedModel:
+    """Command R+'s q/k LayerNorms: a (heads, d_head) weight each, one row per head."""
+    from transformers import CohereConfig, CohereForCausalLM
+    return CohereForCausalLM(CohereConfig(**COHERE, use_qk_norm=True))
 
 
 def cohere2(**changes: object) -> PreTrainedModel:
@@ -620,6 +626,7 @@ ROWS = [
     Family("starcoder2", starcoder2, GEMMA_PROMPTS),
     Family("starcoder2-plain", starcoder2_plain),
     Family("cohere", cohere),
+    Family("cohere-qk-norm", cohere_qk_norm),
     Family("cohere2", cohere2, GEMMA_PROMPTS),
     Family("glm", glm),
     Family("glm4", glm4),

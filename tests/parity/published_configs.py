@@ -340,6 +340,12 @@ COMMAND_R_V01 = {  # CohereForAI/c4ai-command-r-v01 config.json
     "pad_token_id": 0, "rope_theta": 8000000.0, "use_cache": True, "use_qk_norm": False,
     "vocab_size": 256000,
 }
+COMMAND_R_PLUS = COMMAND_R_V01 | {  # CohereForAI/c4ai-command-r-plus config.json: GQA and
+    # per-head q/k LayerNorms (use_qk_norm), 128k context
+    "hidden_size": 12288, "intermediate_size": 33792, "num_hidden_layers": 64,
+    "num_attention_heads": 96, "num_key_value_heads": 8, "logit_scale": 0.8333333333333334,
+    "max_position_embeddings": 131072, "rope_theta": 75000000.0, "use_qk_norm": True,
+}
 GLM_4_9B_CHAT = {  # THUDM/glm-4-9b-chat-hf config.json
     "architectures": ["GlmForCausalLM"], "model_type": "glm", "attention_bias": True,
     "attention_dropout": 0.0, "eos_token_id": [151329, 151336, 151338], "head_dim": 128,

@@ -1,7 +1,8 @@
-"""Command R (cohere) and R7B (cohere2) against transformers (the table-driven modules run
-their rows' logits, generation, --check-cache, counts and trace --execute; here what is
-Cohere's own): the logit scale, the interleaved RoPE pairing, and cohere2's sliding window and
-NoPE global layer each move the logits by far more than the tolerance when switched in
+"""Command R (cohere), R+ (its per-head q/k LayerNorms) and R7B (cohere2) against
+transformers (the table-driven modules run their rows' logits, generation, --check-cache,
+counts and trace --execute; here what is Cohere's own): the logit scale, the interleaved RoPE
+pairing, R+'s q/k norms and their weight per head, and cohere2's sliding window and NoPE
+global layer each move the logits by far more than the tolerance when switched in
 transformers; the float64 logits match to 1e-10."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from tests.parity.family_checks import (assert_float64_logits_match,
                                         saved_rows, switch_test)
-from tests.parity.parity_families import cohere, cohere2
+from tests.parity.parity_families import cohere, cohere2, cohere_qk_norm
 from tests.parity.saved_models import save_random
 
 pytestmark = pytest.mark.slow
@@ -22,6 +23,7 @@ BUILDERS = {"cohere": cohere, "cohere2": cohere2}
 
 
 saved = saved_rows(BUILDERS)
+every_row = saved_rows(BUILDERS | {"cohere-qk-norm": cohere_qk_norm})
 
 
 def _no_logit_scale(model: object) -> None:
@@ -73,6 +75,33 @@ def saved_cohere2(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Pat
 test_each_cohere2_feature_moves_the_logits = switch_test(COHERE2, fixture="saved_cohere2")
 
 
+def _no_qk_norms(model: object) -> None:
+    import torch
+    for layer in model.model.layers:  # type: ignore[attr-defined]
+        layer.self_attn.q_norm = torch.nn.Identity()
+        layer.self_attn.k_norm = torch.nn.Identity()
+
+
+def _one_weight_for_every_head(model: object) -> None:
+    """Each q/k norm's first head's weight for every head (Qwen3's shared (d_head,) weight)."""
+    for layer in model.model.layers:  # type: ignore[attr-defined]
+        for norm in (layer.self_attn.q_norm, layer.self_attn.k_norm):
+            norm.weight.data[:] = norm.weight.data[0]
+
+
+QK_NORM: dict[str, Callable[[object], None]] = {
+    "q/k LayerNorms": _no_qk_norms, "a weight per head": _one_weight_for_every_head}
+
+
+@pytest.fixture(scope="module")
+def saved_qk(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Path]:
+    path = tmp_path_factory.mktemp("cohere-qk-own")
+    return save_random(cohere_qk_norm, path, std=0.15), path
+
+
+test_each_qk_norm_feature_moves_the_logits = switch_test(QK_NORM, fixture="saved_qk")
+
+
 def _layer_norm_f64(self: object, x: object) -> object:
     """CohereLayerNorm (no bias) in the input's dtype (transformers: float32)."""
     mean = x.mean(-1, keepdim=True)  # type: ignore[attr-defined]
@@ -99,7 +128,8 @@ def _apply_rope_f64(q: object, k: object, cos: object, sin: object,
     return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin  # type: ignore[operator]
 
 
-def test_float64_logits_match(saved: tuple[object, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_float64_logits_match(every_row: tuple[object, Path],
+                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Cohere's LayerNorm, RoPE tables and rotation run in float32 inside transformers
     whatever the dtype: the float64 reference replaces them."""
     from transformers.models.cohere import modeling_cohere
@@ -108,5 +138,5 @@ def test_float64_logits_match(saved: tuple[object, Path], monkeypatch: pytest.Mo
         monkeypatch.setattr(getattr(module, f"{prefix}LayerNorm"), "forward", _layer_norm_f64)
         monkeypatch.setattr(getattr(module, f"{prefix}RotaryEmbedding"), "forward", _rope_f64)
         monkeypatch.setattr(module, "apply_rotary_pos_emb", _apply_rope_f64)
-    model, path = saved
+    model, path = every_row
     assert_float64_logits_match(model, path)  # type: ignore[arg-type]

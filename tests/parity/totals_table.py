@@ -231,6 +231,8 @@ FAMILIES: list[Row] = [
         bundled="granite-3.1-3b-a800m", source=HF,
         reads={"n_experts": 40, "experts_per_token": 8, "norm_topk_prob": True,
                "attention_scale": 0.015625, "logits_scaling": 6.0}),
+    Row("c4ai-command-r-plus", pub.COMMAND_R_PLUS, total=103_810_674_688,
+        reads={"qk_norm": "each_head", "kv_heads": 8, "norm": "layernorm_nobias"}),
     Row("c4ai-command-r7b-12-2024", pub.COMMAND_R7B, total=8_028_033_024, bundled="command-r7b",
         source=HF, reads={"parallel_residual": "one_norm", "norm": "layernorm_nobias",
                           "rope_pairing": "interleaved", "logits_scaling": 4.0,

@@ -7,6 +7,7 @@ query-length axis, so each K/V head meets its queries in one (group*T, dh) @ (dh
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -18,7 +19,7 @@ from tfcli.engine.ops import apply_norm, softcap_, softmax_, softmax_sink_
 from tfcli.engine.parallel import linear, linear_split, parallel_for, split
 from tfcli.engine.positions import apply_rope, rope_tables
 from tfcli.engine.shaped import empty, is_shaped
-from tfcli.engine.weights import AttentionWeights
+from tfcli.engine.weights import AttentionWeights, NormWeights
 from tfcli.spec.model import Spec
 
 
@@ -55,6 +56,8 @@ def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, 
     v = split_heads(v, spec.kv_heads)
     if w.q_norm is not None and spec.qk_norm == "per_head" and not spec.qk_norm_after_rope:
         q, k = _qk_norm(spec, w, q, k)  # over each head's d_head
+    if w.q_norm is not None and spec.qk_norm == "each_head":  # a weight per head (Command R+)
+        q, k = _qk_norm(spec, _per_head(w), q, k)
     if spec.qk_norm == "l2":  # Llama 4: no weights (the same before or after RoPE's rotation)
         q, k = _rms(q, spec.norm_eps), _rms(k, spec.norm_eps)
     return q, k, v
@@ -81,6 +84,15 @@ def _qk_norm(spec: Spec, w: AttentionWeights, q: Array, k: Array) -> tuple[Array
     (OLMo 2) on the projections q (B, T, H*dh) and k (B, T, Hkv*dh). Shapes kept."""
     return (apply_norm(spec.norm, w.q_norm, q, spec.norm_eps, spec.norm_unit_offset),
             apply_norm(spec.norm, w.k_norm, k, spec.norm_eps, spec.norm_unit_offset))
+
+
+def _per_head(w: AttentionWeights) -> AttentionWeights:
+    """The q/k norms' (heads, d_head) weights as (heads, 1, d_head), broadcast over (B, H, T,
+    dh)."""
+    def lift(norm: NormWeights) -> NormWeights:
+        return NormWeights(*(None if a is None else a.reshape(a.shape[0], 1, a.shape[1])
+                             for a in (norm.scale, norm.bias)))
+    return replace(w, q_norm=lift(w.q_norm), k_norm=lift(w.k_norm))  # type: ignore[arg-type]
 
 
 def _cross_kv(

@@ -92,16 +92,19 @@ def _bias(name: str, group: str, width: int, repeat: int, path: str,
 
 
 def _norm(spec: Spec, name: str, path: str, draw: DrawKey, group: str = NORM, repeat: int = 1,
-          width: int | None = None) -> list[Component]:
-    """A norm's scale (and LayerNorm's bias); a (1 + weight) norm (norm_unit_offset) starts at
-    weight 0, the same effective scale 1. A LayerNorm without affine is a module of no array."""
+          width: int | None = None, heads: int | None = None) -> list[Component]:
+    """A norm's scale (and LayerNorm's bias), (width,) or, one per head, (heads, width); a
+    (1 + weight) norm (norm_unit_offset) starts at weight 0, the same effective scale 1. A
+    LayerNorm without affine is a module of no array."""
     d = width or spec.d_model
+    shape = (heads, d) if heads else (d,)
     if spec.norm in ("layernorm", "rmsnorm", "layernorm_nobias"):
         unit: Init = "zeros" if spec.norm_unit_offset else "ones"
-        out = [Component(f"{name}.scale", group, (d,), repeat, path=f"{path}.scale",
+        out = [Component(f"{name}.scale", group, shape, repeat, path=f"{path}.scale",
                          role="vector", init=unit, draw=draw)]
         if spec.norm == "layernorm":
-            out.append(_bias(f"{name}.bias", group, d, repeat, f"{path}.bias", draw))
+            out.append(Component(f"{name}.bias", group, shape, repeat, path=f"{path}.bias",
+                                 role="vector", init="zeros", draw=draw))
         return out
     if spec.norm == "layernorm_noaffine":
         return [Component(name, group, (d,), repeat, path=path, role="vector", array=False,
@@ -177,13 +180,15 @@ def _position_projections(spec: Spec, name: str, path: str, repeat: int,
 
 def _qk_norms(spec: Spec, name: str, path: str, repeat: int, draw: DrawKey) -> list[Component]:
     """Self-attention q/k norms: per_head, one (d_head,) weight each shared by every head;
-    full, over the whole projection ((n_heads * d_head,) and (n_kv_heads * d_head,)); l2
-    has no weights."""
+    each_head, a (d_head,) weight per head ((n_heads, d_head) and (n_kv_heads, d_head)); full,
+    over the whole projection ((n_heads * d_head,) and (n_kv_heads * d_head,)); l2 has no
+    weights."""
     if spec.qk_norm in ("none", "l2"):
         return []
-    return [c for x, width in zip("qk", spec.qk_norm_widths)
+    heads = (spec.n_heads, spec.kv_heads) if spec.qk_norm == "each_head" else (None, None)
+    return [c for x, width, h in zip("qk", spec.qk_norm_widths, heads)
             for c in _norm(spec, f"{name}.{x}_norm", f"{path}.{x}_norm", (*draw, 6), ATTENTION,
-                           repeat, width)]
+                           repeat, width, h)]
 
 
 def _dense_ffn(spec: Spec, name: str, path: str, repeat: int, draw: DrawKey,

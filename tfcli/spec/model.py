@@ -27,7 +27,7 @@ NormKind = Literal["layernorm", "rmsnorm", "layernorm_noaffine", "layernorm_nobi
 Placement = Literal["pre", "post", "sublayer_post", "sandwich"]
 ParallelResidual = Literal["off", "one_norm", "two_norms"]
 Positions = Literal["learned", "sinusoidal", "rope", "relative", "none"]
-QKNorm = Literal["none", "per_head", "full", "l2"]
+QKNorm = Literal["none", "per_head", "each_head", "full", "l2"]
 LayerKind = Literal["global", "local"]
 RopePairing = Literal["half", "interleaved"]
 RouterScoring = Literal["softmax", "sigmoid", "sparsemixer"]
@@ -136,7 +136,9 @@ class Spec(BaseModel):
     qk_norm: QKNorm = Field(
         "none", description="Norm on queries and keys after their projections, before RoPE: "
         "per_head = the spec's norm over each head's d_head, one (d_head,) weight shared by "
-        "the heads (Qwen3, Gemma 3); full = over the whole q and k projections, (n_heads * "
+        "the heads (Qwen3, Gemma 3); each_head = over each head's d_head with a weight of its "
+        "own per head, (n_heads, d_head) and (n_kv_heads, d_head) (Command R+); full = over "
+        "the whole q and k projections, (n_heads * "
         "d_head,) and (n_kv_heads * d_head,) weights (OLMo 2); l2 = each head's q and k "
         "divided by their root mean square (+ norm_eps), no weights, on the layers that rotate "
         "only (Llama 4's L2 norm: a nope_layers layer's q and k stay as projected); none = off. "

@@ -69,12 +69,13 @@ def mlp_saved(spec: Spec, work: Workload, width: int | None = None,
 
 def qk_norm_saved(spec: Spec, work: Workload) -> float:
     """q/k RMS norms (Qwen3, OLMo 2, Gemma 3) as the block's norms: a float32 copy of q and k,
-    their normed values and rsqrt per normed row (each head's row per_head, each token's full)."""
+    their normed values and rsqrt per normed row (each head's row per_head, each_head and l2,
+    each token's full)."""
     if spec.qk_norm == "none":
         return 0
     n, it = work.tokens, work.itemsize
     width = (spec.n_heads + spec.kv_heads) * spec.head_dim
-    rows = n * (spec.n_heads + spec.kv_heads) if spec.qk_norm == "per_head" else 2 * n
+    rows = n * (spec.n_heads + spec.kv_heads) if spec.qk_norm != "full" else 2 * n
     return FLOAT32 * n * width + normed_itemsize(spec, it) * n * width + FLOAT32 * rows
 
 

@@ -3,13 +3,13 @@ LayerNorm without a bias feeds attention and a SwiGLU MLP side by side (x + attn
 mlp(N(x)): parallel_residual one_norm), RoPE rotates interleaved pairs (2i, 2i + 1), the head is
 tied to the embedding and the logits are multiplied by `logit_scale` (read as logits_scaling,
 its inverse). Cohere2 adds layer_types (three sliding layers to one global) with no rotary
-embedding on the global layers (NoPE). Command R+'s per-head q/k LayerNorms (`use_qk_norm`:
-one weight for each head) are refused by name."""
+embedding on the global layers (NoPE). Command R+'s q/k LayerNorms (`use_qk_norm`) are
+`qk_norm: each_head`: over each head's d_head, with a weight of its own per head, (heads,
+d_head)."""
 
 from __future__ import annotations
 
 from tfcli.checkpoints.families import llama
-from tfcli.checkpoints.families.common import require_false
 from tfcli.checkpoints.families.gemma import rotated_local_layers
 from tfcli.checkpoints.families.rope import rope_theta, with_rope_scaling
 from tfcli.checkpoints.fields import Config, ConfigFields
@@ -33,7 +33,6 @@ COHERE2_CLASSES: dict[str, Architecture] = {"Cohere2ForCausalLM": LM, "Cohere2Mo
 
 
 def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
-    require_false(c, "use_qk_norm")  # Command R+: a (heads, d_head) weight, one per head
     llama.require_silu(c)
     fields: Config = llama.decoder_sizes(c) | {
         "activation": "swiglu", "norm": "layernorm_nobias", "norm_placement": "pre",
@@ -43,6 +42,8 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
         "tie_embeddings": c.flag("tie_word_embeddings"), "lm_head": arch.lm_head,
     }
     with_rope_scaling(c, fields)
+    if c.values["model_type"] == "cohere" and c.flag("use_qk_norm"):  # Cohere2 reads no such key
+        fields["qk_norm"] = "each_head"
     scale = c.number("logit_scale")
     if arch.lm_head and scale != 1:  # a bare model has no logits to scale
         fields["logits_scaling"] = 1 / scale
