@@ -97,7 +97,10 @@ def unstacked(rule: Rule) -> Rule:
 
 def expand(rule: Rule, spec: Spec, base: str) -> Iterator[tuple[str, tuple[str, ...]]]:
     """(checkpoint name, Weights paths) for every block and expert `rule` names: one name per
-    expert for `{e}` in the name, one name for all a block's experts for a stacked rule."""
+    expert for `{e}` in the name, one name for all a block's experts for a stacked rule (none
+    without experts: a dense model of a table that lists stacked experts too)."""
+    if rule.stacked and not spec.n_experts:
+        return
     stack = rule.ours[0].split(".")[0]
     layers = {"encoder": spec.encoder_layers, "decoder": spec.decoder_layers}.get(stack, 0)
     for i in range(layers) if "{i}" in rule.hf else [0]:

@@ -8,7 +8,7 @@ widths (`split_linear`).
 
 from __future__ import annotations
 
-from tfcli.checkpoints.names import Rule, Table, linear, norm, rule
+from tfcli.checkpoints.names import Rule, Table, linear, norm, rule, stacked
 
 
 def _common(b: str) -> list[Rule]:
@@ -34,6 +34,11 @@ def _llama_rules() -> list[Rule]:
         rule(f"{layer}.attn_q_norm.weight", f"{b}.attn.q_norm.scale"),
         rule(f"{layer}.attn_k_norm.weight", f"{b}.attn.k_norm.scale"),
         *linear(f"{layer}.ffn_gate", f"{b}.ffn.w_gate", f"{b}.ffn.b_gate"),
+        # mixture of experts (qwen3moe, olmoe): the router and each block's stacked experts,
+        # (E, out, in) as torch stores each expert
+        rule(f"{layer}.ffn_gate_inp.weight", f"{b}.ffn.router", "linear"),
+        *(stacked(f"{layer}.ffn_{p}_exps.weight", f"{b}.ffn.experts.{{e}}.w_{p}", "linear")
+          for p in ("gate", "up", "down")),
     ]
 
 
@@ -68,4 +73,5 @@ GEMMA = Table(bases=("",), anchor="token_embd.weight", rules=tuple(_gemma_rules(
 
 # GGUF general.architecture -> its table
 GGUF_TABLES: dict[str, Table] = {"llama": LLAMA, "qwen2": LLAMA, "qwen3": LLAMA, "gpt2": GPT2,
-                                 "gemma2": GEMMA, "gemma3": GEMMA}
+                                 "gemma2": GEMMA, "gemma3": GEMMA, "granite": LLAMA,
+                                 "starcoder2": LLAMA, "qwen3moe": LLAMA, "olmoe": LLAMA}

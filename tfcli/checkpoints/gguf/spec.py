@@ -3,8 +3,9 @@
 llama.cpp writes a model's hyperparameters as `{arch}.{key}` metadata (llama.block_count,
 llama.attention.head_count_kv, ...) and leaves some facts to the tensors themselves: a file
 without `output.weight` ties its head to the embedding, `blk.0.attn_q.bias` means q/k/v biases,
-`blk.0.attn_q_norm.weight` per-head q/k norms. Both are read here. What a reader does not model
-(a `rope_freqs` table, experts, ALiBi) is refused by name, as for config.json.
+`blk.0.attn_q_norm.weight` q/k norms (per head or over the whole projection, by its width).
+Both are read here. What a reader does not model (a `rope_freqs` table, shared experts, ALiBi)
+is refused by name, as for config.json.
 """
 
 from __future__ import annotations
@@ -107,10 +108,15 @@ def _refuse_present(gguf: GGUFFile, names: dict[str, str]) -> None:
 
 def _llama_like(gguf: GGUFFile, m: Metadata) -> Fields:
     """The fields llama, qwen2 and qwen3 share: RMSNorm, SwiGLU, RoPE, GQA."""
-    names = gguf.names()
     if m.has("expert_count"):
-        raise gguf.error(f"'{m.arch}.expert_count': mixture-of-experts GGUF files are not "
-                         "supported yet")
+        raise gguf.error(f"'{m.arch}.expert_count': mixture-of-experts GGUF files of "
+                         f"architecture '{m.arch}' are not supported (qwen3moe and olmoe are)")
+    return _llama_body(gguf, m)
+
+
+def _llama_body(gguf: GGUFFile, m: Metadata) -> Fields:
+    """LLaMA's decoder as llama.cpp writes it, whatever the FFN."""
+    names = gguf.names()
     _refuse_present(gguf, {"rope_freqs.weight": "a RoPE frequency table (Llama 3.1 scaling)"})
     d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
     d_head = m.integer("attention.key_length", d_model // n_heads)
@@ -127,11 +133,73 @@ def _llama_like(gguf: GGUFFile, m: Metadata) -> Fields:
     }
     if "blk.0.attn_q.bias" in names and "blk.0.attn_output.bias" not in names:
         fields["attention_out_bias"] = False
-    if "blk.0.attn_q_norm.weight" in names:
-        fields["qk_norm"] = "per_head"
+    norm = gguf.tensor("blk.0.attn_q_norm.weight")
+    if norm is not None:  # (d_head,): per head (Qwen3); the whole projection: OLMoE's
+        fields["qk_norm"] = "per_head" if norm.shape[0] == d_head else "full"
     rotary = m.integer("rope.dimension_count", d_head)
     if rotary != d_head:  # partial rotary
         fields["rotary_dim"] = rotary
+    window = m.integer("attention.sliding_window", 2**31 - 1)
+    if window < fields["max_seq_len"]:  # type: ignore[operator]
+        fields["sliding_window"] = window
+    return fields
+
+
+# llama.cpp renormalises the k chosen experts' weights for these (its build_moe_ffn norm_w)
+RENORMALISED_EXPERTS = {"qwen3moe": True, "olmoe": False}
+
+
+def _llama_moe(gguf: GGUFFile, m: Metadata) -> Fields:
+    """Qwen3-MoE, OLMoE: LLaMA's attention; every FFN the top-k of `expert_count` SwiGLU
+    experts (`ffn_{gate,up,down}_exps`, stacked) behind the router `ffn_gate_inp`, with
+    `{arch}.expert_weights_norm` where given, else llama.cpp's choice for the architecture."""
+    _refuse_present(gguf, {"blk.0.ffn_up_shexp.weight": "shared experts"})
+    fields = _llama_body(gguf, m)
+    renormalised = gguf.metadata.get(f"{m.arch}.expert_weights_norm",
+                                     RENORMALISED_EXPERTS[m.arch])
+    if not isinstance(renormalised, bool):
+        raise gguf.error(f"metadata key '{m.arch}.expert_weights_norm': expected a boolean, "
+                         f"got {_shown(renormalised)}")
+    fields |= {"n_experts": m.integer("expert_count"),
+               "experts_per_token": m.integer("expert_used_count"), "norm_topk_prob": renormalised}
+    if m.has("expert_feed_forward_length"):  # else the experts are feed_forward_length wide
+        fields["expert_d_ff"] = m.integer("expert_feed_forward_length")
+    return fields
+
+
+def _granite(gguf: GGUFFile, m: Metadata) -> Fields:
+    """Granite 3.x: LLaMA's body with its four scalars (`embedding_scale`, `residual_scale`,
+    `attention.scale`, `logit_scale`), each left out at 1 as the config.json reader does."""
+    fields = _llama_like(gguf, m)
+    for key, field in (("embedding_scale", "embedding_multiplier"),
+                       ("residual_scale", "residual_multiplier"),
+                       ("logit_scale", "logits_scaling")):
+        value = m.number(key, 1.0)
+        if value != 1.0:
+            fields[field] = value
+    if m.has("attention.scale"):
+        fields["attention_scale"] = m.number("attention.scale")
+    return fields
+
+
+def _starcoder2(gguf: GGUFFile, m: Metadata) -> Fields:
+    """StarCoder2: pre-norm LayerNorms, GQA with RoPE (rotate-half pairs, not permuted), a
+    plain GELU (tanh) MLP; biases where the tensors are; a window only where written (llama.cpp
+    runs none otherwise)."""
+    names = gguf.names()
+    d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
+    fields: Fields = {
+        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
+        "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,
+        "n_kv_heads": m.integer("attention.head_count_kv", n_heads),
+        "d_head": m.integer("attention.key_length", d_model // n_heads),
+        "n_layers": m.integer("block_count"), "d_ff": m.integer("feed_forward_length"),
+        "activation": "gelu_tanh", "norm": "layernorm", "norm_placement": "pre",
+        "norm_eps": m.number("attention.layer_norm_epsilon"), "positions": "rope",
+        "rope_theta": m.number("rope.freq_base", 10000.0),
+        "bias": "blk.0.attn_q.bias" in names, "ffn_bias": "blk.0.ffn_up.bias" in names,
+        "tie_embeddings": "output.weight" not in names, "lm_head": True,
+    }
     window = m.integer("attention.sliding_window", 2**31 - 1)
     if window < fields["max_seq_len"]:  # type: ignore[operator]
         fields["sliding_window"] = window
@@ -188,7 +256,8 @@ def _gemma(gguf: GGUFFile, m: Metadata) -> Fields:
 
 READERS: dict[str, Callable[[GGUFFile, Metadata], Fields]] = {
     "llama": _llama_like, "qwen2": _llama_like, "qwen3": _llama_like, "gpt2": _gpt2,
-    "gemma2": _gemma, "gemma3": _gemma,
+    "gemma2": _gemma, "gemma3": _gemma, "granite": _granite, "starcoder2": _starcoder2,
+    "qwen3moe": _llama_moe, "olmoe": _llama_moe,
 }
 
 

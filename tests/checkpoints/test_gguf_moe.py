@@ -1,0 +1,64 @@
+"""GGUF mixture-of-experts readers (qwen3moe, olmoe) on files written here: the experts read
+from their stacked tensors, and what they do not model refused in one line naming the key or
+tensor (exit 2). Their parity with transformers: tests/parity/test_gguf_families_parity.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.checkpoints.gguf_files import llama_metadata, llama_tensors, write_gguf
+from tests.cli.guarded import run_in_memory
+from tfcli.checkpoints.gguf.spec import spec_from_gguf_file
+
+EXPERTS, USED, FF = 4, 2, 8
+
+
+def _moe_file(path: Path, arch: str, extra_meta: dict | None = None,
+              extra_tensors: dict | None = None) -> Path:
+    rng = np.random.default_rng(0)
+    tensors = {n: t for n, t in llama_tensors().items() if ".ffn_" not in n or "norm" in n}
+    for i in range(2):
+        tensors |= {f"blk.{i}.ffn_gate_inp.weight": rng.standard_normal((EXPERTS, 16)),
+                    f"blk.{i}.ffn_gate_exps.weight": rng.standard_normal((EXPERTS, FF, 16)),
+                    f"blk.{i}.ffn_up_exps.weight": rng.standard_normal((EXPERTS, FF, 16)),
+                    f"blk.{i}.ffn_down_exps.weight": rng.standard_normal((EXPERTS, 16, FF))}
+    tensors = {n: np.asarray(t, dtype=np.float32) for n, t in tensors.items()}
+    meta = {k.replace("llama.", f"{arch}."): v for k, v in llama_metadata().items()}
+    meta |= {f"{arch}.expert_count": EXPERTS, f"{arch}.expert_used_count": USED,
+             f"{arch}.expert_feed_forward_length": FF}
+    return write_gguf(path, arch, meta | (extra_meta or {}), tensors | (extra_tensors or {}))
+
+
+@pytest.mark.parametrize(("arch", "renormalised"), [("qwen3moe", True), ("olmoe", False)])
+def test_experts_are_read(tmp_path: Path, arch: str, renormalised: bool) -> None:
+    spec = spec_from_gguf_file(str(_moe_file(tmp_path / "m.gguf", arch)))
+    assert (spec.n_experts, spec.experts_per_token, spec.norm_topk_prob, spec.expert_d_ff) == \
+        (EXPERTS, USED, renormalised, FF)
+    code, out, err = run_in_memory("params", str(tmp_path / "m.gguf"))
+    assert code == 0 and "equal" in out, (out, err)
+
+
+def _refused(path: Path, named: str) -> None:
+    code, _, err = run_in_memory("params", str(path))
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert named in err, err
+
+
+def test_a_bad_renormalisation_flag_is_named(tmp_path: Path) -> None:
+    path = _moe_file(tmp_path / "m.gguf", "olmoe", {"olmoe.expert_weights_norm": 3})
+    _refused(path, "'olmoe.expert_weights_norm': expected a boolean")
+
+
+def test_shared_experts_are_refused(tmp_path: Path) -> None:
+    shared = {"blk.0.ffn_up_shexp.weight": np.zeros((FF, 16), dtype=np.float32)}
+    _refused(_moe_file(tmp_path / "m.gguf", "qwen3moe", extra_tensors=shared),
+             "'blk.0.ffn_up_shexp.weight' (shared experts) is not supported")
+
+
+def test_experts_in_a_dense_architecture_are_refused(tmp_path: Path) -> None:
+    path = _moe_file(tmp_path / "m.gguf", "llama")
+    _refused(path, "'llama.expert_count': mixture-of-experts GGUF files of architecture "
+                   "'llama' are not supported")
