@@ -1,4 +1,5 @@
-"""GGUF files of the 2025 families llama.cpp writes (granite, starcoder2, qwen3moe, olmoe),
+"""GGUF files of the 2025 families llama.cpp writes (granite, starcoder2, qwen3moe, olmoe,
+cohere2),
 made here from tiny random transformers models the way llama.cpp's convert_hf_to_gguf.py makes
 them - its tensor names and metadata keys taken from the `gguf` package's own tables
 (gguf.TENSOR_NAMES, gguf.Keys), q/k rows permuted for granite as its GraniteModel(LlamaModel)
@@ -20,7 +21,7 @@ import pytest
 
 from tests.checkpoints.gguf_files import write_gguf
 from tests.cli.guarded import run_in_memory
-from tests.parity.parity_families import VOCAB, granite, olmoe, starcoder2, tokens
+from tests.parity.parity_families import VOCAB, cohere2, granite, olmoe, starcoder2, tokens
 from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import F32
 
@@ -55,6 +56,7 @@ FAMILIES = {
     "starcoder2": Family("starcoder2", _starcoder2, transformers_reads_it=True),
     "qwen3moe": Family("qwen3moe", _qwen3_moe, transformers_reads_it=True),
     "olmoe": Family("olmoe", olmoe),
+    "cohere2": Family("cohere2", cohere2),
 }
 # Hugging Face module names -> llama.cpp's (gguf.MODEL_TENSOR), for the tensors of these families
 MODULES = {
@@ -119,8 +121,10 @@ def _metadata(model: object, arch: str) -> dict[str, object]:
     """The keys convert_hf_to_gguf.py writes for these architectures (gguf.Keys' spellings)."""
     c = model.config  # type: ignore[attr-defined]
     key = lambda k: k.format(arch=arch)  # noqa: E731
-    eps_key = K.Attention.LAYERNORM_EPS if arch == "starcoder2" else K.Attention.LAYERNORM_RMS_EPS
-    eps = getattr(c, "norm_epsilon", None) or c.rms_norm_eps
+    layernorm = arch in ("starcoder2", "cohere2")
+    eps_key = K.Attention.LAYERNORM_EPS if layernorm else K.Attention.LAYERNORM_RMS_EPS
+    eps = next(getattr(c, k) for k in ("norm_epsilon", "layer_norm_eps", "rms_norm_eps")
+               if getattr(c, k, None))
     meta: dict[str, object] = {
         key(K.LLM.CONTEXT_LENGTH): c.max_position_embeddings,
         key(K.LLM.EMBEDDING_LENGTH): c.hidden_size, key(K.LLM.BLOCK_COUNT): c.num_hidden_layers,
@@ -137,6 +141,9 @@ def _metadata(model: object, arch: str) -> dict[str, object]:
                  key(K.LLM.EXPERT_USED_COUNT): c.num_experts_per_tok}
         if arch == "qwen3moe":
             meta[key(K.LLM.EXPERT_FEED_FORWARD_LENGTH)] = c.moe_intermediate_size
+    if arch == "cohere2":  # llama.cpp's convert: the window, the logit scale (pattern: its 4)
+        meta |= {key(K.Attention.SLIDING_WINDOW): c.sliding_window,
+                 key(K.LLM.LOGIT_SCALE): float(c.logit_scale)}
     if arch == "granite":
         meta |= {key(K.LLM.EMBEDDING_SCALE): float(c.embedding_multiplier),
                  key(K.LLM.RESIDUAL_SCALE): float(c.residual_multiplier),

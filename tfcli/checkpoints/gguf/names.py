@@ -74,4 +74,5 @@ GEMMA = Table(bases=("",), anchor="token_embd.weight", rules=tuple(_gemma_rules(
 # GGUF general.architecture -> its table
 GGUF_TABLES: dict[str, Table] = {"llama": LLAMA, "qwen2": LLAMA, "qwen3": LLAMA, "gpt2": GPT2,
                                  "gemma2": GEMMA, "gemma3": GEMMA, "granite": LLAMA,
-                                 "starcoder2": LLAMA, "qwen3moe": LLAMA, "olmoe": LLAMA}
+                                 "starcoder2": LLAMA, "qwen3moe": LLAMA, "olmoe": LLAMA,
+                                 "cohere2": LLAMA}

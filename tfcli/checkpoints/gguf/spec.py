@@ -206,6 +206,40 @@ def _starcoder2(gguf: GGUFFile, m: Metadata) -> Fields:
     return fields
 
 
+COHERE2_PATTERN = 4  # llama.cpp's default for cohere2: three sliding layers to one full one
+
+
+def _cohere2(gguf: GGUFFile, m: Metadata) -> Fields:
+    """Command R7B / A: one bias-free LayerNorm feeding attention and MLP in parallel, RoPE in
+    interleaved pairs (llama.cpp's own pairing: no permutation) on the sliding layers only,
+    every `attention.sliding_window_pattern`-th layer full, the logits times `logit_scale`."""
+    names = gguf.names()
+    d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
+    n_layers, period = m.integer("block_count"), m.integer("attention.sliding_window_pattern",
+                                                           COHERE2_PATTERN)
+    fields: Fields = {
+        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
+        "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,
+        "n_kv_heads": m.integer("attention.head_count_kv", n_heads),
+        "d_head": m.integer("attention.key_length", d_model // n_heads), "n_layers": n_layers,
+        "d_ff": m.integer("feed_forward_length"), "activation": "swiglu",
+        "norm": "layernorm_nobias", "norm_placement": "pre", "parallel_residual": "one_norm",
+        "norm_eps": m.number("attention.layer_norm_epsilon"), "positions": "rope",
+        "rope_pairing": "interleaved", "rope_theta": m.number("rope.freq_base", 10000.0),
+        "bias": False, "attention_bias": "blk.0.attn_q.bias" in names,
+        "tie_embeddings": "output.weight" not in names, "lm_head": True,
+        "sliding_window": m.integer("attention.sliding_window"),
+        "layer_pattern": ["local"] * (period - 1) + ["global"],
+    }
+    nope = [i for i in range(period - 1, n_layers, period)]
+    if nope:
+        fields["nope_layers"] = nope
+    scale = m.number("logit_scale", 1.0)
+    if scale != 1.0:
+        fields["logits_scaling"] = 1 / scale
+    return fields
+
+
 def _gpt2(gguf: GGUFFile, m: Metadata) -> Fields:
     return {
         "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
@@ -257,7 +291,7 @@ def _gemma(gguf: GGUFFile, m: Metadata) -> Fields:
 READERS: dict[str, Callable[[GGUFFile, Metadata], Fields]] = {
     "llama": _llama_like, "qwen2": _llama_like, "qwen3": _llama_like, "gpt2": _gpt2,
     "gemma2": _gemma, "gemma3": _gemma, "granite": _granite, "starcoder2": _starcoder2,
-    "qwen3moe": _llama_moe, "olmoe": _llama_moe,
+    "qwen3moe": _llama_moe, "olmoe": _llama_moe, "cohere2": _cohere2,
 }
 
 
