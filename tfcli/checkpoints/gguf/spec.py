@@ -207,6 +207,7 @@ def _starcoder2(gguf: GGUFFile, m: Metadata) -> Fields:
 
 
 COHERE2_PATTERN = 4  # llama.cpp's default for cohere2: three sliding layers to one full one
+MAX_LISTED_LAYERS = 1 << 16  # past it the per-layer lists (nope_layers) are not built
 
 
 def _cohere2(gguf: GGUFFile, m: Metadata) -> Fields:
@@ -217,6 +218,10 @@ def _cohere2(gguf: GGUFFile, m: Metadata) -> Fields:
     d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
     n_layers, period = m.integer("block_count"), m.integer("attention.sliding_window_pattern",
                                                            COHERE2_PATTERN)
+    if n_layers > MAX_LISTED_LAYERS or period > n_layers:  # both become per-layer lists
+        raise gguf.error(f"metadata '{m.arch}.block_count' {n_layers:,} with "
+                         f"'{m.arch}.attention.sliding_window_pattern' {period:,}: at most "
+                         f"{MAX_LISTED_LAYERS:,} layers, and a period of at most the layers")
     fields: Fields = {
         "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
         "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,

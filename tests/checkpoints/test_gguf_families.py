@@ -1,6 +1,7 @@
-"""GGUF mixture-of-experts readers (qwen3moe, olmoe) on files written here: the experts read
-from their stacked tensors, and what they do not model refused in one line naming the key or
-tensor (exit 2). Their parity with transformers: tests/parity/test_gguf_families_parity.py."""
+"""The GGUF readers of 2025 families on files written here: qwen3moe's and olmoe's experts read
+from their stacked tensors, and what a reader does not model or cannot bound (shared experts,
+a per-layer list of billions) refused in one line naming the key or tensor (exit 2). Their
+parity with transformers: tests/parity/test_gguf_families_parity.py."""
 
 from __future__ import annotations
 
@@ -62,3 +63,14 @@ def test_experts_in_a_dense_architecture_are_refused(tmp_path: Path) -> None:
     path = _moe_file(tmp_path / "m.gguf", "llama")
     _refused(path, "'llama.expert_count': mixture-of-experts GGUF files of architecture "
                    "'llama' are not supported")
+
+
+@pytest.mark.parametrize(("layers", "period"), [(2**31 - 1, 4), (2, 3)])
+def test_cohere2_layer_lists_are_bounded(tmp_path: Path, layers: int, period: int) -> None:
+    """A hostile block_count or window pattern would become a per-layer list: refused first."""
+    meta = {k.replace("llama.", "cohere2."): v for k, v in llama_metadata().items()
+            if "rms_epsilon" not in k}
+    meta |= {"cohere2.block_count": layers, "cohere2.attention.sliding_window_pattern": period,
+             "cohere2.attention.sliding_window": 4, "cohere2.attention.layer_norm_epsilon": 1e-5}
+    path = write_gguf(tmp_path / "c.gguf", "cohere2", meta, llama_tensors())
+    _refused(path, "'cohere2.attention.sliding_window_pattern'")
