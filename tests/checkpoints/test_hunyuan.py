@@ -43,6 +43,7 @@ def test_dynamic_without_alpha_is_dynamic_ntk(tmp_path: Path) -> None:
     ({"rope_scaling": ALPHA | {"alpha": -1.0}}, "'rope_scaling.alpha'"),
     ({"rope_scaling": ALPHA | {"alpha": "fifty"}}, "'rope_scaling.alpha'"),
     ({"rope_scaling": ALPHA, "head_dim": 2}, "'head_dim'"),
+    ({"rope_scaling": ALPHA | {"alpha": 1e300}, "head_dim": 4}, "past any float"),
 ])
 def test_bad_fields_are_named(tmp_path: Path, invoke, extra: dict, named: str) -> None:
     result = invoke("params", str(write_config(tmp_path, CONFIG | extra)))

@@ -47,6 +47,8 @@ def test_the_defaults_are_scouts_recipe(tmp_path: Path) -> None:
     ({"moe_layers": [1, 3, 5, 7], "interleave_moe_layer_step": 2}, {"moe_layer_step": 2}),
     ({"moe_layers": [], "interleave_moe_layer_step": 2}, {"n_experts": 0}),
     ({"use_qk_norm": False}, {"qk_norm": "none"}),
+    # past the layers: every layer rotates (no period list as long as the interval is built)
+    ({"no_rope_layer_interval": 10**9}, {"nope_layers": None, "layer_pattern": ["local"]}),
 ])
 def test_variants_are_read(tmp_path: Path, extra: dict, want: dict) -> None:
     spec = spec_from_config_dir(write_config(tmp_path, CONFIG | extra))

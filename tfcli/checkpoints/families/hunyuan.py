@@ -7,6 +7,8 @@ sequence length changes - the base tfcli sets, with no scaling left."""
 
 from __future__ import annotations
 
+import math
+
 from tfcli.checkpoints.families import llama
 from tfcli.checkpoints.fields import Config, ConfigFields
 from tfcli.checkpoints.heads import BARE, LM, Architecture
@@ -45,7 +47,13 @@ def _ntk_alpha(c: ConfigFields) -> tuple[ConfigFields, float | None]:
             raise c.error("head_dim", f"is {d_head}: NTK-alpha's exponent d / (d - 2) needs 4 "
                                       "or more")
         theta = (section if section.has("rope_theta") else c).number("rope_theta")
-        base = theta * alpha ** (d_head / (d_head - 2))
+        try:
+            base = theta * alpha ** (d_head / (d_head - 2))
+        except OverflowError:
+            base = math.inf
+        if not math.isfinite(base):
+            raise section.error("alpha", f"{alpha:g} stretches the RoPE base {theta:g} past "
+                                         "any float")
         rest = {k: v for k, v in c.values.items() if k not in _ROPE_KEYS}
         return ConfigFields(rest | {"rope_theta": base}, c.file, c.prefix), base
     return c, None

@@ -77,7 +77,8 @@ def _attention(c: ConfigFields, rotates: list[bool] | int) -> Config:
     if isinstance(rotates, int):
         if n_layers // rotates > smollm3.MAX_NOPE_LAYERS:
             smollm3.nope_layers(c, n_layers)  # raises: too many to list
-        period = [True] * (rotates - 1) + [False]
+        # an interval past the layers leaves every layer rotated (and builds no list that long)
+        period = [True] * (rotates - 1) + [False] if rotates <= n_layers else [True]
         nope = list(range(rotates - 1, n_layers, rotates))
     else:
         period, nope = shortest_period(rotates), [i for i, r in enumerate(rotates) if not r]
