@@ -200,6 +200,17 @@ def test_greedy_tokens_match_transformers(saved: tuple[PreTrainedModel, Path]) -
     assert _tfcli_greedy(path, PROMPTS[:1], use_cache=False) == expected[:1]
 
 
+@pytest.mark.parametrize("saved", ["dynamic"], indirect=True)
+def test_dynamic_generation_goes_past_the_scaled_context(
+        saved: tuple[PreTrainedModel, Path]) -> None:
+    """Dynamic NTK has no last position: 20 prompt tokens + 50 new run past max_seq_len (16 x 4
+    = 64, as the reader sets it), token for token as transformers generates them."""
+    _, path = saved
+    assert spec_from_config_dir(path).max_seq_len == 64
+    expected = hf_greedy(_fresh(path), PROMPTS[1], 50)
+    assert tfcli_greedy(path, PROMPTS[1:], 50) == [expected]
+
+
 def _case(path: Path) -> str:
     return path.name.rstrip("0123456789")  # tmp_path_factory numbers the folder
 

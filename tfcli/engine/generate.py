@@ -118,11 +118,19 @@ def check_request(spec: Spec, rows: list[Array], request: GenerationRequest) -> 
     if spec.family == "encoder-decoder" and max(r.size for r in rows) > spec.max_seq_len:
         raise BadInputError(f"source of {max(r.size for r in rows)} tokens exceeds "
                             f"max_seq_len {spec.max_seq_len} of {spec.name}")
-    if decoder_len + max_new_tokens > spec.max_seq_len:
+    if decoder_len + max_new_tokens > spec.max_seq_len and not _grows_past_context(spec):
         raise BadInputError(
             f"{decoder_len} prompt tokens + {max_new_tokens} new tokens = "
             f"{decoder_len + max_new_tokens} exceeds max_seq_len {spec.max_seq_len} of {spec.name}"
         )
+
+
+def _grows_past_context(spec: Spec) -> bool:
+    """Dynamic NTK RoPE grows its base with the sequence, so no length ends it: max_seq_len
+    (the original context times the factor, as the config reader sets it) is a claim, not a
+    table's end, and transformers generates on past it; so does generate (bounded by memory)."""
+    scaling = spec.rope_scaling
+    return spec.positions == "rope" and scaling is not None and scaling.type == "dynamic"
 
 
 # --- batching --------------------------------------------------------------------------------
