@@ -1,9 +1,9 @@
 """GGUF files of the 2025 families llama.cpp writes (granite, starcoder2, qwen3moe, olmoe,
-cohere2),
+cohere2, smollm3),
 made here from tiny random transformers models the way llama.cpp's convert_hf_to_gguf.py makes
 them - its tensor names and metadata keys taken from the `gguf` package's own tables
-(gguf.TENSOR_NAMES, gguf.Keys), q/k rows permuted for granite as its GraniteModel(LlamaModel)
-does - read back by tfcli: `params` equal to the model's num_parameters(), the spec equal to the
+(gguf.TENSOR_NAMES, gguf.Keys), q/k rows permuted for granite and smollm3 as their
+LlamaModel subclasses do - read back by tfcli: `params` equal to the model's num_parameters(), the spec equal to the
 config.json's where the GGUF carries the same facts, and logits within 1e-4 of transformers.
 Where transformers itself loads the architecture from GGUF (starcoder2, qwen3moe), the logits
 are also checked against its load of the same file."""
@@ -21,7 +21,8 @@ import pytest
 
 from tests.checkpoints.gguf_files import write_gguf
 from tests.cli.guarded import run_in_memory
-from tests.parity.parity_families import VOCAB, cohere2, granite, olmoe, starcoder2, tokens
+from tests.parity.parity_families import (VOCAB, cohere2, granite, olmoe, smollm3, starcoder2,
+                                          tokens)
 from tests.parity.saved_models import save_random
 from tests.parity.test_hf_parity import F32
 
@@ -57,6 +58,7 @@ FAMILIES = {
     "qwen3moe": Family("qwen3moe", _qwen3_moe, transformers_reads_it=True),
     "olmoe": Family("olmoe", olmoe),
     "cohere2": Family("cohere2", cohere2),
+    "smollm3": Family("smollm3", smollm3, permuted=True),
 }
 # Hugging Face module names -> llama.cpp's (gguf.MODEL_TENSOR), for the tensors of these families
 MODULES = {

@@ -75,4 +75,4 @@ GEMMA = Table(bases=("",), anchor="token_embd.weight", rules=tuple(_gemma_rules(
 GGUF_TABLES: dict[str, Table] = {"llama": LLAMA, "qwen2": LLAMA, "qwen3": LLAMA, "gpt2": GPT2,
                                  "gemma2": GEMMA, "gemma3": GEMMA, "granite": LLAMA,
                                  "starcoder2": LLAMA, "qwen3moe": LLAMA, "olmoe": LLAMA,
-                                 "cohere2": LLAMA}
+                                 "cohere2": LLAMA, "smollm3": LLAMA}

@@ -167,6 +167,21 @@ def _llama_moe(gguf: GGUFFile, m: Metadata) -> Fields:
     return fields
 
 
+SMOLLM3_NOPE_STEP = 4  # llama.cpp hard-codes it (n_no_rope_layer_step); no GGUF key says it
+
+
+def _smollm3(gguf: GGUFFile, m: Metadata) -> Fields:
+    """SmolLM3: LLaMA's body (q/k permuted by its LlamaModel converter) with every fourth layer
+    unrotated, as llama.cpp runs it whatever the checkpoint's no_rope_layers said."""
+    fields = _llama_like(gguf, m)
+    n_layers = fields["n_layers"]
+    if n_layers > MAX_LISTED_LAYERS:  # type: ignore[operator]
+        raise gguf.error(f"metadata '{m.arch}.block_count' {n_layers:,}: at most "
+                         f"{MAX_LISTED_LAYERS:,} layers (its NoPE layers are listed)")
+    nope = list(range(SMOLLM3_NOPE_STEP - 1, n_layers, SMOLLM3_NOPE_STEP))  # type: ignore[arg-type]
+    return fields | ({"nope_layers": nope} if nope else {})
+
+
 def _granite(gguf: GGUFFile, m: Metadata) -> Fields:
     """Granite 3.x: LLaMA's body with its four scalars (`embedding_scale`, `residual_scale`,
     `attention.scale`, `logit_scale`), each left out at 1 as the config.json reader does."""
@@ -296,7 +311,7 @@ def _gemma(gguf: GGUFFile, m: Metadata) -> Fields:
 READERS: dict[str, Callable[[GGUFFile, Metadata], Fields]] = {
     "llama": _llama_like, "qwen2": _llama_like, "qwen3": _llama_like, "gpt2": _gpt2,
     "gemma2": _gemma, "gemma3": _gemma, "granite": _granite, "starcoder2": _starcoder2,
-    "qwen3moe": _llama_moe, "olmoe": _llama_moe, "cohere2": _cohere2,
+    "qwen3moe": _llama_moe, "olmoe": _llama_moe, "cohere2": _cohere2, "smollm3": _smollm3,
 }
 
 

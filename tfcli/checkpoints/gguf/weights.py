@@ -32,8 +32,8 @@ from tfcli.core.errors import shown
 from tfcli.spec.model import Spec
 
 # llama.cpp architectures whose converter permuted q and k (convert_hf_to_gguf.py LlamaModel
-# and its subclass GraniteModel)
-PERMUTED_QK = frozenset({"llama", "granite"})
+# and its subclasses GraniteModel, SmolLM3Model)
+PERMUTED_QK = frozenset({"llama", "granite", "smollm3"})
 # ... and those whose converter stored every norm weight as 1 + w (llama.cpp's RMSNorm scales
 # by w; Gemma's by 1 + w): transformers subtracts the 1 again (Gemma2TensorProcessor), as here
 PLUS_ONE_NORMS = frozenset({"gemma2", "gemma3"})
