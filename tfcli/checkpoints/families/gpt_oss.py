@@ -57,28 +57,16 @@ def read(c: ConfigFields, arch: Architecture) -> tuple[Config, list[str]]:
 def _table() -> Table:
     layer, b = "{base}layers.{i}", "decoder.blocks.{i}"
     mlp, experts = f"{layer}.mlp", f"{b}.ffn.experts.{{e}}"
-    attention = [r for r in llama.TABLE.rules if ".self_attn." in r.hf and "_norm." not in r.hf]
-    return Table(
-        bases=llama.TABLE.bases, anchor=llama.TABLE.anchor,
-        ignored=llama.TABLE.ignored, tied_copies=llama.TABLE.tied_copies,
-        rules=(
-            rule("{base}embed_tokens.weight", "token_embedding"),
-            rule(f"{layer}.input_layernorm.weight", f"{b}.attn_norm.scale"),
-            *attention,
-            rule(f"{layer}.self_attn.sinks", f"{b}.attn.sinks"),
-            rule(f"{layer}.post_attention_layernorm.weight", f"{b}.ffn_norm.scale"),
-            rule(f"{mlp}.router.weight", f"{b}.ffn.router", "linear"),
-            rule(f"{mlp}.router.bias", f"{b}.ffn.router_b"),
-            stacked(f"{mlp}.experts.gate_up_proj", (f"{experts}.w_gate", f"{experts}.w_up"),
-                    "deinterleave"),
-            stacked(f"{mlp}.experts.gate_up_proj_bias", (f"{experts}.b_gate", f"{experts}.b_up"),
-                    "deinterleave"),
-            stacked(f"{mlp}.experts.down_proj", f"{experts}.w_down"),
-            stacked(f"{mlp}.experts.down_proj_bias", f"{experts}.b_down"),
-            rule("{base}norm.weight", "decoder.final_norm.scale"),
-            rule("lm_head.weight", "lm_head", "linear"),
-        ),
-    )
+    return llama.stacked_expert_table(
+        [rule(f"{layer}.self_attn.sinks", f"{b}.attn.sinks")],
+        [rule(f"{mlp}.router.weight", f"{b}.ffn.router", "linear"),
+         rule(f"{mlp}.router.bias", f"{b}.ffn.router_b"),
+         stacked(f"{mlp}.experts.gate_up_proj", (f"{experts}.w_gate", f"{experts}.w_up"),
+                 "deinterleave"),
+         stacked(f"{mlp}.experts.gate_up_proj_bias", (f"{experts}.b_gate", f"{experts}.b_up"),
+                 "deinterleave"),
+         stacked(f"{mlp}.experts.down_proj", f"{experts}.w_down"),
+         stacked(f"{mlp}.experts.down_proj_bias", f"{experts}.b_down")])
 
 
 TABLE = _table()

@@ -150,3 +150,24 @@ TABLE = Table(
              ("self_attn.key_layernorm.weight", "self_attn.k_norm.weight")),
 )
 
+
+def stacked_expert_table(attention_extra: list[Rule], ffn: list[Rule]) -> Table:
+    """LLaMA's names around a family's own FFN (gpt-oss, Llama 4: stacked experts): the
+    embedding, each block's input norm, self-attention (+ `attention_extra`), its FFN norm and
+    `ffn`, then the final norm and head."""
+    layer, b = "{base}layers.{i}", "decoder.blocks.{i}"
+    attention = [r for r in TABLE.rules if ".self_attn." in r.hf and "_norm." not in r.hf]
+    return Table(
+        bases=TABLE.bases, anchor=TABLE.anchor, ignored=TABLE.ignored,
+        tied_copies=TABLE.tied_copies,
+        rules=(
+            rule("{base}embed_tokens.weight", "token_embedding"),
+            rule(f"{layer}.input_layernorm.weight", f"{b}.attn_norm.scale"),
+            *attention, *attention_extra,
+            rule(f"{layer}.post_attention_layernorm.weight", f"{b}.ffn_norm.scale"),
+            *ffn,
+            rule("{base}norm.weight", "decoder.final_norm.scale"),
+            rule("lm_head.weight", "lm_head", "linear"),
+        ),
+    )
+

@@ -138,29 +138,16 @@ def _experts(c: ConfigFields, n_layers: int) -> Config:
 def _table() -> Table:
     layer, b = "{base}layers.{i}", "decoder.blocks.{i}"
     ff, experts = f"{layer}.feed_forward", f"{b}.ffn.experts.{{e}}"
-    attention = [r for r in llama.TABLE.rules if ".self_attn." in r.hf and "_norm." not in r.hf]
     dense = [r for p in ("gate", "up", "down")
              for r in linear(f"{ff}.{p}_proj", f"{b}.ffn.w_{p}", f"{b}.ffn.b_{p}")]
     shared = [rule(f"{ff}.shared_expert.{p}_proj.weight", f"{b}.ffn.shared.w_{p}", "linear")
               for p in ("gate", "up", "down")]
-    return Table(
-        bases=llama.TABLE.bases, anchor=llama.TABLE.anchor,
-        ignored=llama.TABLE.ignored, tied_copies=llama.TABLE.tied_copies,
-        rules=(
-            rule("{base}embed_tokens.weight", "token_embedding"),
-            rule(f"{layer}.input_layernorm.weight", f"{b}.attn_norm.scale"),
-            *attention,
-            rule(f"{layer}.post_attention_layernorm.weight", f"{b}.ffn_norm.scale"),
-            *dense,
-            rule(f"{ff}.router.weight", f"{b}.ffn.router", "linear"),
-            stacked(f"{ff}.experts.gate_up_proj", (f"{experts}.w_gate", f"{experts}.w_up"),
-                    "split"),
-            stacked(f"{ff}.experts.down_proj", f"{experts}.w_down"),
-            *shared,
-            rule("{base}norm.weight", "decoder.final_norm.scale"),
-            rule("lm_head.weight", "lm_head", "linear"),
-        ),
-    )
+    return llama.stacked_expert_table([], [
+        *dense,
+        rule(f"{ff}.router.weight", f"{b}.ffn.router", "linear"),
+        stacked(f"{ff}.experts.gate_up_proj", (f"{experts}.w_gate", f"{experts}.w_up"), "split"),
+        stacked(f"{ff}.experts.down_proj", f"{experts}.w_down"),
+        *shared])
 
 
 TABLE = _table()

@@ -106,6 +106,19 @@ def _refuse_present(gguf: GGUFFile, names: dict[str, str]) -> None:
             raise gguf.error(f"tensor '{name}' ({what}) is not supported")
 
 
+def _sizes(gguf: GGUFFile, m: Metadata) -> Fields:
+    """The decoder's sizes every llama.cpp architecture writes alike (GQA, a head width of its
+    own where `attention.key_length` says one; the vocabulary from token_embd's rows)."""
+    d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
+    return {
+        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
+        "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,
+        "n_kv_heads": m.integer("attention.head_count_kv", n_heads),
+        "d_head": m.integer("attention.key_length", d_model // n_heads),
+        "n_layers": m.integer("block_count"), "d_ff": m.integer("feed_forward_length"),
+    }
+
+
 def _llama_like(gguf: GGUFFile, m: Metadata) -> Fields:
     """The fields llama, qwen2 and qwen3 share: RMSNorm, SwiGLU, RoPE, GQA."""
     if m.has("expert_count"):
@@ -118,13 +131,7 @@ def _llama_body(gguf: GGUFFile, m: Metadata) -> Fields:
     """LLaMA's decoder as llama.cpp writes it, whatever the FFN."""
     names = gguf.names()
     _refuse_present(gguf, {"rope_freqs.weight": "a RoPE frequency table (Llama 3.1 scaling)"})
-    d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
-    d_head = m.integer("attention.key_length", d_model // n_heads)
-    fields: Fields = {
-        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
-        "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,
-        "n_kv_heads": m.integer("attention.head_count_kv", n_heads), "d_head": d_head,
-        "n_layers": m.integer("block_count"), "d_ff": m.integer("feed_forward_length"),
+    fields: Fields = _sizes(gguf, m) | {
         "activation": "swiglu", "norm": "rmsnorm", "norm_placement": "pre",
         "norm_eps": m.number("attention.layer_norm_rms_epsilon"), "positions": "rope",
         "rope_theta": m.number("rope.freq_base", 10000.0), "bias": False,
@@ -133,6 +140,7 @@ def _llama_body(gguf: GGUFFile, m: Metadata) -> Fields:
     }
     if "blk.0.attn_q.bias" in names and "blk.0.attn_output.bias" not in names:
         fields["attention_out_bias"] = False
+    d_head = fields["d_head"]
     norm = gguf.tensor("blk.0.attn_q_norm.weight")
     if norm is not None:  # (d_head,): per head (Qwen3); the whole projection: OLMoE's
         fields["qk_norm"] = "per_head" if norm.shape[0] == d_head else "full"
@@ -202,13 +210,7 @@ def _starcoder2(gguf: GGUFFile, m: Metadata) -> Fields:
     plain GELU (tanh) MLP; biases where the tensors are; a window only where written (llama.cpp
     runs none otherwise)."""
     names = gguf.names()
-    d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
-    fields: Fields = {
-        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
-        "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,
-        "n_kv_heads": m.integer("attention.head_count_kv", n_heads),
-        "d_head": m.integer("attention.key_length", d_model // n_heads),
-        "n_layers": m.integer("block_count"), "d_ff": m.integer("feed_forward_length"),
+    fields: Fields = _sizes(gguf, m) | {
         "activation": "gelu_tanh", "norm": "layernorm", "norm_placement": "pre",
         "norm_eps": m.number("attention.layer_norm_epsilon"), "positions": "rope",
         "rope_theta": m.number("rope.freq_base", 10000.0),
@@ -230,20 +232,14 @@ def _cohere2(gguf: GGUFFile, m: Metadata) -> Fields:
     interleaved pairs (llama.cpp's own pairing: no permutation) on the sliding layers only,
     every `attention.sliding_window_pattern`-th layer full, the logits times `logit_scale`."""
     names = gguf.names()
-    d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
     n_layers, period = m.integer("block_count"), m.integer("attention.sliding_window_pattern",
                                                            COHERE2_PATTERN)
     if n_layers > MAX_LISTED_LAYERS or period > n_layers:  # both become per-layer lists
         raise gguf.error(f"metadata '{m.arch}.block_count' {n_layers:,} with "
                          f"'{m.arch}.attention.sliding_window_pattern' {period:,}: at most "
                          f"{MAX_LISTED_LAYERS:,} layers, and a period of at most the layers")
-    fields: Fields = {
-        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
-        "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,
-        "n_kv_heads": m.integer("attention.head_count_kv", n_heads),
-        "d_head": m.integer("attention.key_length", d_model // n_heads), "n_layers": n_layers,
-        "d_ff": m.integer("feed_forward_length"), "activation": "swiglu",
-        "norm": "layernorm_nobias", "norm_placement": "pre", "parallel_residual": "one_norm",
+    fields: Fields = _sizes(gguf, m) | {
+        "activation": "swiglu", "norm": "layernorm_nobias", "norm_placement": "pre", "parallel_residual": "one_norm",
         "norm_eps": m.number("attention.layer_norm_epsilon"), "positions": "rope",
         "rope_pairing": "interleaved", "rope_theta": m.number("rope.freq_base", 10000.0),
         "bias": False, "attention_bias": "blk.0.attn_q.bias" in names,
@@ -283,13 +279,7 @@ GEMMA2_SOFTCAPS = {"attn_logit_softcapping": 50.0, "final_logit_softcapping": 30
 def _gemma(gguf: GGUFFile, m: Metadata) -> Fields:
     """Gemma 2 / 3: GeGLU (tanh GELU), sandwich norms with (1 + w), sqrt(d) embedding scale,
     tied head, local/global layers; Gemma 3 adds per-head q/k norms and a local RoPE base."""
-    d_model, n_heads = m.integer("embedding_length"), m.integer("attention.head_count")
-    fields: Fields = {
-        "family": "decoder", "vocab_size": _rows(gguf, "token_embd.weight"),
-        "max_seq_len": m.integer("context_length"), "d_model": d_model, "n_heads": n_heads,
-        "n_kv_heads": m.integer("attention.head_count_kv", n_heads),
-        "d_head": m.integer("attention.key_length", d_model // n_heads),
-        "n_layers": m.integer("block_count"), "d_ff": m.integer("feed_forward_length"),
+    fields: Fields = _sizes(gguf, m) | {
         "activation": "geglu_tanh", "norm": "rmsnorm", "norm_unit_offset": True,
         "norm_placement": "sandwich", "norm_eps": m.number("attention.layer_norm_rms_epsilon"),
         "positions": "rope", "rope_theta": m.number("rope.freq_base", 10000.0), "bias": False,
