@@ -74,3 +74,27 @@ def test_cohere2_layer_lists_are_bounded(tmp_path: Path, layers: int, period: in
              "cohere2.attention.sliding_window": 4, "cohere2.attention.layer_norm_epsilon": 1e-5}
     path = write_gguf(tmp_path / "c.gguf", "cohere2", meta, llama_tensors())
     _refused(path, "'cohere2.attention.sliding_window_pattern'")
+
+
+def test_a_rope_freqs_table_is_read_as_its_divisors(tmp_path: Path) -> None:
+    """llama.cpp's Llama 3.1 RoPE table: one divisor per rotated pair, at every position."""
+    table = np.array([1.0, 2.0], dtype=np.float32)  # d_head 4: two pairs
+    path = write_gguf(tmp_path / "l.gguf", "llama", llama_metadata(),
+                      llama_tensors() | {"rope_freqs.weight": table})
+    scaling = spec_from_gguf_file(str(path)).rope_scaling
+    assert scaling is not None and scaling.type == "longrope"
+    assert scaling.short_factor == scaling.long_factor == [1.0, 2.0]
+    code, out, err = run_in_memory("params", str(path))
+    assert code == 0 and "equal" in out, (out, err)  # the table is no parameter
+
+
+@pytest.mark.parametrize(("table", "named"), [
+    (np.ones(3, dtype=np.float32), "must be F32 of shape (2,)"),
+    (np.ones(2, dtype=np.float16), "must be F32 of shape (2,)"),
+    (np.array([1.0, np.nan], dtype=np.float32), "not a positive finite number"),
+    (np.array([1.0, -2.0], dtype=np.float32), "not a positive finite number"),
+])
+def test_a_bad_rope_freqs_table_is_named(tmp_path: Path, table: np.ndarray, named: str) -> None:
+    path = write_gguf(tmp_path / "l.gguf", "llama", llama_metadata(),
+                      llama_tensors() | {"rope_freqs.weight": table})
+    _refused(path, named)

@@ -1,5 +1,5 @@
 """GGUF files of the 2025 families llama.cpp writes (granite, starcoder2, qwen3moe, olmoe,
-cohere2, smollm3),
+cohere2, smollm3) and of Llama 3.1's scaled RoPE (a `rope_freqs` divisor table),
 made here from tiny random transformers models the way llama.cpp's convert_hf_to_gguf.py makes
 them - its tensor names and metadata keys taken from the `gguf` package's own tables
 (gguf.TENSOR_NAMES, gguf.Keys), q/k rows permuted for granite and smollm3 as their
@@ -31,6 +31,42 @@ pytestmark = pytest.mark.slow
 K = gguf.Keys
 
 
+def _llama31() -> object:
+    """Llama 3.1's llama3 RoPE scaling (factor 8 over 16 positions), which llama.cpp's converter
+    writes as a rope_freqs table."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from tests.parity.parity_families import QWEN_SLIDING
+    small = {k: v for k, v in QWEN_SLIDING.items()
+             if k not in ("use_sliding_window", "sliding_window", "max_window_layers")}
+    return LlamaForCausalLM(LlamaConfig(**small | {"rope_parameters": {
+        "rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 16}}))
+
+
+def _rope_freqs(config: object) -> np.ndarray:
+    """convert_hf_to_gguf.py LlamaModel.generate_extra_tensors: llama3 scaling as one divisor
+    per frequency."""
+    import math
+    p = config.rope_parameters  # type: ignore[attr-defined]
+    dim = config.hidden_size // config.num_attention_heads  # type: ignore[attr-defined]
+    freqs = 1.0 / (p["rope_theta"] ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    old = p["original_max_position_embeddings"]
+    low, high = old / p["low_freq_factor"], old / p["high_freq_factor"]
+    factors = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < high:
+            factors.append(1.0)
+        elif wavelen > low:
+            factors.append(p["factor"])
+        else:
+            smooth = (old / wavelen - p["low_freq_factor"]) / (p["high_freq_factor"]
+                                                               - p["low_freq_factor"])
+            factors.append(1 / ((1 - smooth) / p["factor"] + smooth))
+    return np.array(factors, dtype=np.float32)
+
+
 def _starcoder2() -> object:
     """Biased (Starcoder2Config's default, which transformers' GGUF load assumes) and without
     a window (llama.cpp writes none for starcoder2, nor runs one)."""
@@ -50,9 +86,13 @@ class Family:
     build: Callable[[], object]
     permuted: bool = False  # convert_hf_to_gguf.py permutes q/k rows (LlamaModel and subclasses)
     transformers_reads_it: bool = False  # from_pretrained(gguf_file=...) knows the architecture
+    # spec fields the GGUF holds otherwise (Llama 3.1's llama3 scaling: a divisor table)
+    held_otherwise: frozenset[str] = frozenset()
 
 
 FAMILIES = {
+    "llama3.1": Family("llama", _llama31, permuted=True,
+                       held_otherwise=frozenset({"rope_scaling"})),
     "granite": Family("granite", granite, permuted=True),
     "starcoder2": Family("starcoder2", _starcoder2, transformers_reads_it=True),
     "qwen3moe": Family("qwen3moe", _qwen3_moe, transformers_reads_it=True),
@@ -116,6 +156,8 @@ def _tensors(model: object, arch: str, permuted: bool) -> dict[str, np.ndarray]:
             heads = config.num_attention_heads if "q_proj" in hf else config.num_key_value_heads
             w = _permute(w, heads)
         out[_gguf_name(hf, arch)] = np.ascontiguousarray(w)
+    if config.rope_parameters.get("rope_type") == "llama3":
+        out["rope_freqs.weight"] = _rope_freqs(config)
     return out
 
 
@@ -187,9 +229,15 @@ def test_the_spec_is_the_config_json_one(converted: tuple) -> None:
     so they equal the config's to float32's precision)."""
     from tfcli.checkpoints import spec_from_config_dir
     from tfcli.checkpoints.gguf.spec import spec_from_gguf_file
-    _, _, hf, path = converted
+    family, model, hf, path = converted
     ours, theirs = spec_from_gguf_file(str(path)), spec_from_config_dir(hf)
-    aside = {"name", "description", "source", "sliding_window"}
+    aside = {"name", "description", "source", "sliding_window", *family.held_otherwise}
+    if "rope_scaling" in family.held_otherwise:  # the divisor table, as llama.cpp runs it
+        table = list(_rope_freqs(model.config))  # type: ignore[attr-defined]
+        scaling = ours.rope_scaling
+        assert scaling is not None and scaling.type == "longrope"
+        assert scaling.short_factor == scaling.long_factor == pytest.approx(table, rel=1e-7)
+        assert scaling.attention_factor == 1.0 and max(table) > 1
     mine, want = ours.model_dump(exclude=aside), theirs.model_dump(exclude=aside)
     assert mine == {k: pytest.approx(v, rel=1e-7) if isinstance(v, float) else v
                     for k, v in want.items()}

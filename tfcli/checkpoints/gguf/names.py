@@ -64,7 +64,9 @@ def _gemma_rules() -> list[Rule]:
 
 
 LLAMA = Table(bases=("",), anchor="token_embd.weight", rules=tuple(_llama_rules()),
-              tied_copies=("output.weight",))
+              tied_copies=("output.weight",),
+              # RoPE's divisors (read into the spec's rope_scaling), not a parameter
+              ignored=(r"^rope_freqs\.weight$",))
 GPT2 = Table(bases=("",), anchor="token_embd.weight", rules=tuple(_gpt2_rules()),
              tied_copies=("output.weight",))
 

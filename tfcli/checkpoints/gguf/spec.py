@@ -4,12 +4,14 @@ llama.cpp writes a model's hyperparameters as `{arch}.{key}` metadata (llama.blo
 llama.attention.head_count_kv, ...) and leaves some facts to the tensors themselves: a file
 without `output.weight` ties its head to the embedding, `blk.0.attn_q.bias` means q/k/v biases,
 `blk.0.attn_q_norm.weight` q/k norms (per head or over the whole projection, by its width).
-Both are read here. What a reader does not model (a `rope_freqs` table, shared experts, ALiBi)
-is refused by name, as for config.json.
+Both are read here, and one tensor's data: `rope_freqs.weight`, llama.cpp's table of RoPE
+divisors (Llama 3.1's scaling). What a reader does not model (shared experts, ALiBi) is refused
+by name, as for config.json.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
 from pydantic import ValidationError
@@ -130,7 +132,6 @@ def _llama_like(gguf: GGUFFile, m: Metadata) -> Fields:
 def _llama_body(gguf: GGUFFile, m: Metadata) -> Fields:
     """LLaMA's decoder as llama.cpp writes it, whatever the FFN."""
     names = gguf.names()
-    _refuse_present(gguf, {"rope_freqs.weight": "a RoPE frequency table (Llama 3.1 scaling)"})
     fields: Fields = _sizes(gguf, m) | {
         "activation": "swiglu", "norm": "rmsnorm", "norm_placement": "pre",
         "norm_eps": m.number("attention.layer_norm_rms_epsilon"), "positions": "rope",
@@ -147,6 +148,8 @@ def _llama_body(gguf: GGUFFile, m: Metadata) -> Fields:
     rotary = m.integer("rope.dimension_count", d_head)
     if rotary != d_head:  # partial rotary
         fields["rotary_dim"] = rotary
+    if "rope_freqs.weight" in names:
+        fields["rope_scaling"] = _rope_freqs(gguf, rotary // 2, fields["max_seq_len"])
     window = m.integer("attention.sliding_window", 2**31 - 1)
     if window < fields["max_seq_len"]:  # type: ignore[operator]
         fields["sliding_window"] = window
@@ -254,6 +257,29 @@ def _cohere2(gguf: GGUFFile, m: Metadata) -> Fields:
     if scale != 1.0:
         fields["logits_scaling"] = 1 / scale
     return fields
+
+
+def _rope_freqs(gguf: GGUFFile, pairs: int, context: object) -> Fields:
+    """`rope_freqs.weight`: llama.cpp's per-frequency divisors (its converter writes Llama
+    3.1-3.3's llama3 scaling as this table; llama.cpp divides frequency i by entry i at every
+    position). That is LongRoPE with one list for every length and no cos/sin factor, which is
+    how tfcli holds it. The table (pairs float32s) is the one tensor read from a header."""
+    tensor = gguf.tensor("rope_freqs.weight")
+    if tensor is None or tensor.ggml_type != "F32" or tensor.shape != (pairs,):
+        raise gguf.error(f"tensor 'rope_freqs.weight' must be F32 of shape ({pairs},) (one "
+                         f"divisor per rotated pair), got {tensor and tensor.ggml_type} "
+                         f"{tensor and tensor.shape}")
+    with open(gguf.path, "rb") as f:
+        f.seek(gguf.data_offset + tensor.offset)
+        raw = f.read(4 * pairs)
+    if len(raw) != 4 * pairs:
+        raise gguf.error("tensor 'rope_freqs.weight' ends before its data")
+    factors = list(struct.unpack(f"<{pairs}f", raw))
+    if not all(0 < v < 1e30 for v in factors):  # NaN fails too
+        raise gguf.error("tensor 'rope_freqs.weight' holds a divisor that is not a positive "
+                         "finite number")
+    return {"type": "longrope", "factor": 1.0, "original_max_seq_len": context,
+            "short_factor": factors, "long_factor": factors, "attention_factor": 1.0}
 
 
 def _gpt2(gguf: GGUFFile, m: Metadata) -> Fields:
