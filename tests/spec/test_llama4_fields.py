@@ -84,9 +84,12 @@ def test_the_temperature_changes_only_the_nope_layers() -> None:
 def test_the_l2_norm_has_no_weights_and_unit_rms_heads() -> None:
     l2 = parse_spec_text(ROPE + "qk_norm: l2\nnorm: none\n")
     assert total_parameters(l2) == total_parameters(parse_spec_text(ROPE + "norm: none\n"))
-    from tfcli.engine.attention import _rms
-    x = np.random.default_rng(0).normal(size=(2, 4, 3, 8)) * 5
-    normed = _rms(x, 1e-6)
+    from tfcli.engine.attention import _self_qkv
+    from tfcli.engine.init import init_weights
+    spec = l2.replace(n_layers=1)
+    w = init_weights(spec, seed=0).decoder.blocks[0].attn
+    x = np.random.default_rng(0).normal(size=(2, 3, spec.d_model)) * 1000  # eps negligible
+    normed, _, _ = _self_qkv(spec, w, x)  # (B, H, T, dh)
     np.testing.assert_allclose(np.sqrt(np.mean(normed ** 2, axis=-1)), 1, rtol=1e-6)
 
 

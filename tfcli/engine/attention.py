@@ -15,7 +15,7 @@ import numpy as np
 from tfcli.core.arrays import Array
 from tfcli.engine.cache import LayerCache
 from tfcli.engine.inputs import NO_PROBE, Probe, StackInput
-from tfcli.engine.ops import apply_norm, softcap_, softmax_, softmax_sink_
+from tfcli.engine.ops import apply_norm, rms_norm, softcap_, softmax_, softmax_sink_
 from tfcli.engine.parallel import linear, linear_split, parallel_for, split
 from tfcli.engine.positions import apply_rope, rope_tables
 from tfcli.engine.shaped import empty, is_shaped
@@ -59,15 +59,8 @@ def _self_qkv(spec: Spec, w: AttentionWeights, x: Array) -> tuple[Array, Array, 
     if w.q_norm is not None and spec.qk_norm == "each_head":  # a weight per head (Command R+)
         q, k = _qk_norm(spec, _per_head(w), q, k)
     if spec.qk_norm == "l2":  # Llama 4: no weights (the same before or after RoPE's rotation)
-        q, k = _rms(q, spec.norm_eps), _rms(k, spec.norm_eps)
+        q, k = rms_norm(q, None, spec.norm_eps), rms_norm(k, None, spec.norm_eps)
     return q, k, v
-
-
-def _rms(x: Array, eps: float) -> Array:
-    """x / sqrt(mean(x^2) + eps) over the last axis (each head's d_head): shape kept."""
-    if is_shaped(x):
-        return x.copy()
-    return x / np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + x.dtype.type(eps))
 
 
 def _temperature(spec: Spec, positions: Array, dtype: np.dtype) -> Array:
